@@ -1,0 +1,61 @@
+"""The one place that reads ``PYSYCL_*`` environment variables.
+
+Values are read on each call (cheap) so tests can change the environment;
+hot paths cache what they need at object construction.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def device_selector() -> str | None:
+    """``PYSYCL_DEVICE_SELECTOR`` (like ``ONEAPI_DEVICE_SELECTOR``)."""
+    return os.environ.get("PYSYCL_DEVICE_SELECTOR") or None
+
+
+def cache_enabled() -> bool:
+    return os.environ.get("PYSYCL_CACHE", "1") not in ("0", "false", "off", "no")
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("PYSYCL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pysycl"
+
+
+def dump_stages() -> frozenset[str]:
+    """``PYSYCL_DUMP=ir,llvm,spirv,ptx``: stages printed to stderr as they are made."""
+    raw = os.environ.get("PYSYCL_DUMP", "")
+    return frozenset(s.strip() for s in raw.split(",") if s.strip())
+
+
+def debug_options() -> frozenset[str]:
+    """``PYSYCL_DEBUG=bounds,...``."""
+    raw = os.environ.get("PYSYCL_DEBUG", "")
+    return frozenset(s.strip() for s in raw.split(",") if s.strip())
+
+
+def num_threads() -> int:
+    """Worker threads of the native CPU device (``PYSYCL_NUM_THREADS``)."""
+    raw = os.environ.get("PYSYCL_NUM_THREADS")
+    if raw and raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return os.cpu_count() or 1
+
+
+def cuda_libdevice() -> str | None:
+    return os.environ.get("PYSYCL_LIBDEVICE") or None
+
+
+def environ_get(name: str, default: str | None = None) -> str | None:
+    """Read another variable the process needs (backend discovery)."""
+    return os.environ.get(name, default)
+
+
+def environ_set(name: str, value: str) -> None:
+    """Set a variable for this process (used to point the OpenCL ICD loader
+    at a runtime installed from PyPI before the loader starts)."""
+    os.environ[name] = value

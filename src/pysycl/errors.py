@@ -1,0 +1,79 @@
+"""SYCL 2020 exceptions (spec 4.13.2) shared by every layer."""
+from __future__ import annotations
+
+import enum
+import linecache
+
+
+class errc(enum.Enum):
+    """The SYCL 2020 error codes (table "Values of the SYCL errc enum")."""
+
+    success = 0
+    runtime = 1
+    kernel = 2
+    accessor = 3
+    nd_range = 4
+    event = 5
+    kernel_argument = 6
+    build = 7
+    invalid = 8
+    memory_allocation = 9
+    platform = 10
+    profiling = 11
+    feature_not_supported = 12
+    kernel_not_supported = 13
+    backend_mismatch = 14
+
+
+class exception(Exception):
+    """Every runtime error of pysycl; ``e.code()`` gives the ``errc``.
+
+    >>> raise exception(errc.invalid, "empty device list")
+    """
+
+    def __init__(self, code: errc = errc.runtime, message: str = ""):
+        if isinstance(code, str) and not message:  # exception("msg") form
+            code, message = errc.runtime, code
+        super().__init__(message)
+        self._code = code
+
+    def code(self) -> errc:
+        return self._code
+
+    def what(self) -> str:
+        return str(self)
+
+
+class compile_error(exception):
+    """An error in kernel source, shown like a Python ``SyntaxError``.
+
+    ``filename``, ``lineno`` (1-based) and ``col`` (0-based) point into the
+    user's file; ``str()`` shows the line with a caret under the culprit.
+    """
+
+    def __init__(self, message: str, filename: str = "<unknown>", lineno: int = 0,
+                 col: int = 0, hint: str | None = None):
+        self.msg = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        self.hint = hint
+        super().__init__(errc.build, self._render())
+
+    def _render(self) -> str:
+        head = f'File "{self.filename}", line {self.lineno}, column {self.col + 1}: {self.msg}'
+        line = linecache.getline(self.filename, self.lineno) if self.lineno else ""
+        parts = [head]
+        if line:
+            stripped = line.rstrip("\n")
+            indent = len(stripped) - len(stripped.lstrip())
+            parts.append("    " + stripped.lstrip())
+            parts.append("    " + " " * max(self.col - indent, 0) + "^")
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+    # Compiler-internal frames never show: the traceback is cut where the
+    # error enters user code (see frontend.diagnostics).
+    def __reduce__(self):
+        return (compile_error, (self.msg, self.filename, self.lineno, self.col, self.hint))
