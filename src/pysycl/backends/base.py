@@ -1,0 +1,156 @@
+"""The contract every backend slice implements.
+
+A backend is a folder ``backends/<name>/`` with the same four files:
+
+* ``target.py``   — frozen :class:`Target` values (triple, data layout, address spaces).
+* ``lowering.py`` — the codegen rules that differ for this target (work-item builtins,
+  barriers, math, calling convention); see ``codegen``.
+* ``compiler.py`` — :class:`Compiler`: LLVM IR text -> executable image bytes. Needs no device.
+* ``driver.py``   — :class:`Driver`: the only code that touches a device.
+
+The registry (``backends/registry.py``) is the only place that names concrete backends.
+Nothing here imports a backend.
+
+Kernel argument ABI (shared by all targets; ``codegen`` expands each IR kernel
+parameter into these LLVM parameters, the runtime packs them as :class:`KernelArg`):
+
+=====================  =============================================  =====================
+IR parameter           LLVM parameters, in order                      packed KernelArg(s)
+=====================  =============================================  =====================
+scalar T               T                                              ``scalar`` bytes
+struct / array value   pointer to the bytes (``byval`` on SPIR-V)     ``bytes`` bytes
+accessor<T, D>         global T*, D x i64 memory range,               ``mem`` + ``scalar`` x (D+1)
+                       i64 linear element offset
+local_accessor<T, D>   local T*, D x i64 range                         ``local`` nbytes + ``scalar`` x D
+global_ptr<T>          global T*                                       ``mem``
+spec-constant buffer   global i8* (implicit last parameter)            ``mem``
+=====================  =============================================  =====================
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import enum
+from typing import Any, Mapping, Sequence
+
+
+class AddressSpace(enum.Enum):
+    private = "private"
+    global_ = "global"
+    local = "local"
+    constant = "constant"
+    generic = "generic"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What codegen and the compiler need to know about a code-generation target."""
+
+    name: str                 # "native_cpu", "spirv64", "nvptx64-sm_90"
+    backend: str              # "native_cpu", "opencl", "cuda"
+    triple: str
+    data_layout: str
+    binary_format: str        # "object", "spirv", "ptx"
+    address_spaces: Mapping[AddressSpace, int]
+    cpu: str = ""
+    features: str = ""
+    # A device image in this format can take spec-constant values after codegen.
+    native_spec_constants: bool = False
+
+    def addrspace(self, space: AddressSpace) -> int:
+        return self.address_spaces[space]
+
+
+class KernelArgKind(enum.Enum):
+    scalar = "scalar"     # value: bytes of the scalar (little-endian, dtype width)
+    bytes = "bytes"       # value: bytes of a struct / array passed by value
+    mem = "mem"           # value: a backend memory handle (USM pointer int or allocation object)
+    local = "local"       # value: int, number of bytes of work-group local memory
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelArg:
+    kind: KernelArgKind
+    value: Any
+
+
+@dataclasses.dataclass
+class DeviceDescription:
+    """What discovery learns about a device; ``runtime.device`` wraps it."""
+
+    name: str
+    vendor: str
+    backend: str
+    device_type: str                  # "cpu", "gpu", "accelerator"
+    driver_version: str
+    max_compute_units: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, int, int]
+    sub_group_sizes: tuple[int, ...]
+    global_mem_size: int
+    local_mem_size: int
+    aspects: frozenset[str]           # names of ``sycl.aspect`` members
+    target: Target
+    handle: Any = None                # backend object (cl.Device, CUdevice ordinal, ...)
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+class Compiler(abc.ABC):
+    """LLVM IR text -> executable image bytes for one target. Device-free and thread-safe."""
+
+    target: Target
+
+    @abc.abstractmethod
+    def compile(self, llvm_ir: str, kernel_names: Sequence[str]) -> bytes:
+        """Optimise and emit. Raises ``exception(errc.build)`` with LLVM's message."""
+
+    def disassemble(self, binary: bytes) -> str:
+        """A readable form of the binary (``device_image.asm``)."""
+        return ""
+
+
+class Driver(abc.ABC):
+    """Device access for one backend. Handles are opaque to the runtime."""
+
+    name: str
+
+    @abc.abstractmethod
+    def discover(self) -> list[DeviceDescription]:
+        """Every usable device; empty when the driver or hardware is absent. Never raises."""
+
+    # Memory -----------------------------------------------------------------
+    @abc.abstractmethod
+    def alloc(self, device: DeviceDescription, nbytes: int, kind: str) -> Any:
+        """kind: "device", "shared", "host" (USM) or "buffer". Returns an allocation
+        object with ``.ptr`` (int, may be 0 for buffer-only backends) and
+        ``.host_view()`` -> memoryview or None when not host-accessible."""
+
+    @abc.abstractmethod
+    def free(self, allocation: Any) -> None: ...
+
+    @abc.abstractmethod
+    def copy(self, stream: Any, dst: Any, dst_offset: int, src: Any, src_offset: int,
+             nbytes: int) -> Any:
+        """dst/src: allocations or host memoryviews. Returns a completion token."""
+
+    @abc.abstractmethod
+    def fill(self, stream: Any, dst: Any, offset: int, pattern: bytes, nbytes: int) -> Any: ...
+
+    # Code -------------------------------------------------------------------
+    @abc.abstractmethod
+    def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
+             spec_constants: Mapping[int, bytes] | None = None) -> Any:
+        """Load an executable image; ``spec_constants`` maps native SpecIds to value bytes."""
+
+    @abc.abstractmethod
+    def launch(self, stream: Any, program: Any, kernel_name: str, global_size: Sequence[int],
+               local_size: Sequence[int] | None, args: Sequence[KernelArg],
+               local_mem_bytes: int = 0) -> Any:
+        """Enqueue one launch; returns a completion token with ``wait()``."""
+
+    # Streams ----------------------------------------------------------------
+    @abc.abstractmethod
+    def create_stream(self, device: DeviceDescription, profiling: bool) -> Any: ...
+
+    @abc.abstractmethod
+    def synchronize(self, stream: Any) -> None: ...

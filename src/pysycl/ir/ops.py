@@ -1,0 +1,143 @@
+"""The op catalogue: every IR op's name, shape and meaning, in one table.
+
+The verifier checks ops against it, the printer/parser are generic over it, and
+``codegen`` keys its lowering rules by these names (a test lists the ops that have no
+rule for a target). Types follow NumPy promotion already applied by the frontend: the
+operands of a binary arithmetic op have the op's result type.
+
+Shapes: ``operands`` is an exact count or ``None`` (variadic); ``regions`` an exact count;
+``result`` is "none", "value" (non-void) or "any"; ``attrs`` lists required attributes.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class OpDef:
+    name: str
+    operands: int | None
+    regions: int
+    result: str
+    attrs: tuple[str, ...]
+    doc: str
+
+
+CATALOGUE: dict[str, OpDef] = {}
+
+
+def _op(name, operands, regions, result, attrs, doc):
+    CATALOGUE[name] = OpDef(name, operands, regions, result, tuple(attrs), doc)
+
+
+# Values and named slots (Python locals) -----------------------------------------
+_op("const", 0, 0, "value", ["value"],
+    "A constant. value: int/float/bool for scalars, bytes (little-endian layout) for composites.")
+_op("var", 0, 0, "none", ["name", "type"], "Declare the local slot `name` of type `type`.")
+_op("var.load", 0, 0, "value", ["name"], "Read a local slot.")
+_op("var.store", 1, 0, "none", ["name"], "Write a local slot.")
+_op("var.addr", 0, 0, "value", ["name"], "ptr<private,T> to a local slot (aggregates, private_array).")
+
+# Arithmetic (same-typed operands; scalars or vec) -------------------------------
+for _n, _d in [("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"),
+               ("div", "true division a / b (float result)"),
+               ("floordiv", "a // b with Python (floor) semantics"),
+               ("mod", "a % b with Python semantics (sign of b)"), ("pow", "a ** b"),
+               ("min", "min(a, b)"), ("max", "max(a, b)"),
+               ("and", "bitwise/logical and"), ("or", "bitwise/logical or"),
+               ("xor", "bitwise xor"), ("shl", "a << b"), ("shr", "a >> b (arithmetic for signed)")]:
+    _op(_n, 2, 0, "value", [], _d)
+for _n, _d in [("neg", "-a"), ("not", "~a on ints, logical not on bool"), ("abs", "abs(a)")]:
+    _op(_n, 1, 0, "value", [], _d)
+_op("cmp", 2, 0, "value", ["pred"], "Compare; pred in eq, ne, lt, le, gt, ge; result bool.")
+_op("cast", 1, 0, "value", [], "Convert to the result type like NumPy astype (float->int truncates).")
+_op("select", 3, 0, "value", [], "c ? a : b without short-circuit.")
+
+MATH_FUNCTIONS = {
+    # name: number of operands
+    "sqrt": 1, "rsqrt": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1,
+    "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1,
+    "tanh": 1, "fabs": 1, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
+    "isnan": 1, "isinf": 1, "pow": 2, "atan2": 2, "fmin": 2, "fmax": 2, "copysign": 2,
+    "fma": 3,
+}
+for _n, _k in MATH_FUNCTIONS.items():
+    _op(f"math.{_n}", _k, 0, "value", [],
+        f"{_n} in the operand precision (float32 stays float32); isnan/isinf give bool.")
+
+# Aggregates ----------------------------------------------------------------------
+_op("struct.make", None, 0, "value", [], "Build a struct value from its fields in order.")
+_op("struct.get", 1, 0, "value", ["field"], "Read a field of a struct value.")
+_op("struct.insert", 2, 0, "value", ["field"], "A copy of the struct with one field replaced.")
+_op("array.make", None, 0, "value", [], "Build a fixed-array value.")
+_op("array.get", 2, 0, "value", [], "Element of an array value at a dynamic index.")
+_op("vec.make", None, 0, "value", [], "Build a vec from its elements (or splat one).")
+_op("vec.get", 2, 0, "value", [], "Element of a vec at an index.")
+_op("tuple.make", None, 0, "value", [], "Build a tuple.")
+_op("tuple.get", 1, 0, "value", ["index"], "Element of a tuple at a constant index.")
+
+# Memory --------------------------------------------------------------------------
+_op("ptr.offset", 2, 0, "value", [], "p + i elements (same pointer type).")
+_op("ptr.elem", 2, 0, "value", [], "ptr<S,[n x T]> -> ptr<S,T> to element i.")
+_op("ptr.field", 1, 0, "value", ["field"], "ptr<S,struct> -> ptr<S,field type>.")
+_op("load", 1, 0, "value", [], "Load through a pointer.")
+_op("store", 2, 0, "none", [], "Store operand 1 through pointer operand 0.")
+_op("acc.ptr", None, 0, "value", [],
+    "Element pointer of accessor operand 0 at indices operands 1..D (row-major over the "
+    "memory range, plus the accessor's linear offset).")
+_op("acc.range", 1, 0, "value", ["dim"], "The accessor's range in dimension `dim` (i64).")
+_op("dg.addr", 0, 0, "value", ["id"], "ptr<global,T> to the device_global with unique ID `id`.")
+
+# Specialization constants (ARCHITECTURE.md: one op, three lowerings) -------------
+_op("spec.get", 0, 0, "value", ["id"],
+    "The value of the specialization_id with symbolic ID `id`; lowered after link.")
+_op("spec.load", 0, 0, "value", ["offset"],
+    "Emulated lowering: load the result type from the implicit spec-constant buffer at `offset`.")
+_op("spec.native", 0, 0, "value", ["leaf_ids", "default"],
+    "Native lowering: SPIR-V OpSpecConstant(Composite) with the leaf SpecIds and default bytes.")
+
+# Work-item queries (attr dim: 0..2; result i64) ---------------------------------
+for _n in ("global_id", "local_id", "group_id", "global_range", "local_range", "group_range",
+           "global_offset"):
+    _op(f"wi.{_n}", 0, 0, "value", ["dim"], f"The work-item's {_n.replace('_', ' ')} in `dim`.")
+for _n in ("global_linear_id", "local_linear_id", "group_linear_id"):
+    _op(f"wi.{_n}", 0, 0, "value", [], f"The work-item's {_n.replace('_', ' ')}.")
+for _n in ("local_id", "local_range", "group_id", "group_range"):
+    _op(f"sg.{_n}", 0, 0, "value", [], f"Sub-group {_n.replace('_', ' ')}.")
+_op("barrier", 0, 0, "none", ["scope"], "group_barrier; scope work_group or sub_group.")
+_op("group.reduce", 1, 0, "value", ["op", "scope"],
+    "reduce_over_group; op in plus, minimum, maximum; scope work_group or sub_group.")
+
+# Atomics (attrs order: relaxed/acquire/release/acq_rel/seq_cst; scope: work_item,
+# sub_group, work_group, device, system) -----------------------------------------
+_op("atomic.rmw", 2, 0, "value", ["op", "order", "scope"],
+    "Atomic read-modify-write; op in add, sub, min, max, and, or, xor, xchg; returns the old value.")
+_op("atomic.cmpxchg", 3, 0, "value", ["order", "scope"],
+    "Compare (operand 1) and exchange (operand 2) at pointer operand 0; returns the old value.")
+_op("atomic.load", 1, 0, "value", ["order", "scope"], "Atomic load.")
+_op("atomic.store", 2, 0, "none", ["order", "scope"], "Atomic store.")
+
+# Calls -------------------------------------------------------------------------------
+_op("call", None, 0, "any", ["callee"], "Call a device function or an imported @external.")
+
+# Structured control flow ---------------------------------------------------------
+_op("if", 1, 2, "none", [], "Regions: then, else (either may be empty).")
+_op("for", 3, 1, "none", ["var"],
+    "for var in range(lo, hi, step): body. Python semantics for negative steps; the trip "
+    "count is computed once. attr unroll=True for sycl.static_range.")
+_op("while", 0, 2, "none", [], "Regions: cond (ends with yield of a bool), body.")
+_op("yield", 1, 0, "none", [], "Ends a while's cond region with the loop condition.")
+_op("break", 0, 0, "none", [], "Leave the innermost for/while.")
+_op("continue", 0, 0, "none", [], "Next iteration of the innermost for/while.")
+_op("return", None, 0, "none", [], "Return from the function (0 or 1 operand).")
+_op("assert", 1, 0, "none", ["msg"], "Checked in debug builds, removed otherwise.")
+
+TERMINATORS = frozenset({"break", "continue", "return", "yield"})
+CONTROL_FLOW = frozenset({"if", "for", "while"})
+
+
+def opdef(name: str) -> OpDef:
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise KeyError(f"unknown IR op {name!r}") from None

@@ -1,0 +1,408 @@
+"""IR types. Every type prints to one canonical string and parses back from it.
+
+Scalars use NumPy names in short form (``i32``, ``u8``, ``f32``, ``bool``); pointers carry
+their address space so each target maps it once (ARCHITECTURE.md, "IR shape").
+
+>>> parse_type(str(PointerType(F32, "global")))
+PointerType(pointee=ScalarType(name='f32'), space='global')
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+import numpy as np
+
+ADDRESS_SPACES = ("private", "global", "local", "constant", "generic")
+ACCESS_MODES = ("read_only", "write_only", "read_write")
+
+_SCALAR_DTYPES = {
+    "bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+}
+
+
+class Type:
+    """Base of IR types; subclasses are frozen dataclasses (hashable, comparable)."""
+
+    def __str__(self) -> str:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    @property
+    def size(self) -> int:
+        raise TypeError(f"type {self} has no storage size")
+
+    @property
+    def align(self) -> int:
+        raise TypeError(f"type {self} has no alignment")
+
+
+@dataclasses.dataclass(frozen=True, repr=True)
+class VoidType(Type):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalarType(Type):
+    name: str  # one of _SCALAR_DTYPES
+
+    def __post_init__(self):
+        if self.name not in _SCALAR_DTYPES:
+            raise ValueError(f"unknown scalar type {self.name!r}")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(_SCALAR_DTYPES[self.name])
+
+    @property
+    def size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def align(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.name.startswith("f")
+
+    @property
+    def is_int(self) -> bool:
+        return self.name[0] in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.name[0] == "i"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.name == "bool"
+
+    @property
+    def bits(self) -> int:
+        return 1 if self.is_bool else self.size * 8
+
+
+@dataclasses.dataclass(frozen=True)
+class VecType(Type):
+    """``sycl.vec``: C++ ``vec<T,n>`` size and alignment (a 3-vector takes 4 slots)."""
+
+    elem: ScalarType
+    n: int
+
+    def __str__(self) -> str:
+        return f"vec<{self.elem},{self.n}>"
+
+    @property
+    def size(self) -> int:
+        return self.elem.size * (4 if self.n == 3 else self.n)
+
+    @property
+    def align(self) -> int:
+        return self.size
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayType(Type):
+    elem: Type
+    n: int
+
+    def __str__(self) -> str:
+        return f"[{self.n} x {self.elem}]"
+
+    @property
+    def size(self) -> int:
+        return self.elem.size * self.n
+
+    @property
+    def align(self) -> int:
+        return self.elem.align
+
+
+@dataclasses.dataclass(frozen=True)
+class StructField:
+    name: str
+    type: Type
+    offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class StructType(Type):
+    """A C-layout struct with explicit offsets (padding and over-alignment are kept)."""
+
+    name: str
+    fields: tuple[StructField, ...]
+    size_: int
+    align_: int
+
+    def __str__(self) -> str:
+        body = ",".join(f"{f.name}:{f.type}@{f.offset}" for f in self.fields)
+        return f"struct {self.name}{{{body};size={self.size_};align={self.align_}}}"
+
+    @property
+    def size(self) -> int:
+        return self.size_
+
+    @property
+    def align(self) -> int:
+        return self.align_
+
+    def field(self, name: str) -> StructField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def field_index(self, name: str) -> int:
+        for i, f in enumerate(self.fields):
+            if f.name == name:
+                return i
+        raise KeyError(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleType(Type):
+    elems: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "tuple<" + ",".join(str(e) for e in self.elems) + ">"
+
+
+@dataclasses.dataclass(frozen=True)
+class PointerType(Type):
+    pointee: Type
+    space: str = "global"
+
+    def __post_init__(self):
+        if self.space not in ADDRESS_SPACES:
+            raise ValueError(f"unknown address space {self.space!r}")
+
+    def __str__(self) -> str:
+        return f"ptr<{self.space},{self.pointee}>"
+
+    @property
+    def size(self) -> int:
+        return 8
+
+    @property
+    def align(self) -> int:
+        return 8
+
+
+@dataclasses.dataclass(frozen=True)
+class AccessorType(Type):
+    """A buffer accessor parameter: element pointer + memory range + linear offset."""
+
+    elem: Type
+    dims: int
+    mode: str = "read_write"
+
+    def __post_init__(self):
+        if self.mode not in ACCESS_MODES:
+            raise ValueError(f"unknown access mode {self.mode!r}")
+
+    def __str__(self) -> str:
+        return f"accessor<{self.elem},{self.dims},{self.mode}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalAccessorType(Type):
+    elem: Type
+    dims: int
+
+    def __str__(self) -> str:
+        return f"local_accessor<{self.elem},{self.dims}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexSpaceType(Type):
+    """Work-item objects and index tuples: ``id``, ``range``, ``item``, ``nd_item``,
+    ``group``, ``sub_group``, ``kernel_handler``. They have no storage of their own."""
+
+    kind: str
+    dims: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.kind}<{self.dims}>" if self.dims else self.kind
+
+
+# Canonical instances -------------------------------------------------------------
+VOID = VoidType()
+BOOL = ScalarType("bool")
+I8, I16, I32, I64 = (ScalarType(n) for n in ("i8", "i16", "i32", "i64"))
+U8, U16, U32, U64 = (ScalarType(n) for n in ("u8", "u16", "u32", "u64"))
+F16, F32, F64 = (ScalarType(n) for n in ("f16", "f32", "f64"))
+SCALARS = {n: ScalarType(n) for n in _SCALAR_DTYPES}
+INDEX_KINDS = ("id", "range", "item", "nd_item", "group", "sub_group", "kernel_handler")
+
+
+def scalar_from_dtype(dtype) -> ScalarType:
+    dt = np.dtype(dtype)
+    for name, t in _SCALAR_DTYPES.items():
+        if np.dtype(t) == dt:
+            return SCALARS[name]
+    raise TypeError(f"no scalar IR type for dtype {dt}")
+
+
+def type_from_dtype(dtype, name: str | None = None) -> Type:
+    """Map a NumPy dtype (scalar, structured, sub-array) to an IR type, keeping C layout."""
+    dt = np.dtype(dtype)
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        t = type_from_dtype(base)
+        for n in reversed(shape):
+            t = ArrayType(t, int(n))
+        return t
+    if dt.fields is not None:
+        fields = []
+        for fname in dt.names:
+            fdt, off = dt.fields[fname][:2]
+            fields.append(StructField(fname, type_from_dtype(fdt), int(off)))
+        align = max([1] + [f.type.align for f in fields])
+        align = max(align, dt.alignment)
+        return StructType(name or _struct_name(dt), tuple(fields), dt.itemsize, align)
+    return scalar_from_dtype(dt)
+
+
+def _struct_name(dt: np.dtype) -> str:
+    meta = dt.metadata or {}
+    return str(meta.get("pysycl_name", "anon"))
+
+
+def dtype_of(t: Type) -> np.dtype:
+    """The NumPy dtype with the same layout as ``t`` (inverse of :func:`type_from_dtype`)."""
+    if isinstance(t, ScalarType):
+        return t.dtype
+    if isinstance(t, VecType):
+        return np.dtype((t.elem.dtype, (4 if t.n == 3 else t.n,)))
+    if isinstance(t, ArrayType):
+        return np.dtype((dtype_of(t.elem), (t.n,)))
+    if isinstance(t, StructType):
+        return np.dtype({"names": [f.name for f in t.fields],
+                         "formats": [dtype_of(f.type) for f in t.fields],
+                         "offsets": [f.offset for f in t.fields],
+                         "itemsize": t.size_}, align=False)
+    raise TypeError(f"type {t} has no NumPy dtype")
+
+
+# Parsing -------------------------------------------------------------------------
+class _TypeLexer:
+    def __init__(self, text: str):
+        self.text, self.pos = text, 0
+
+    def peek(self) -> str:
+        self._skip()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def _skip(self):
+        while self.pos < len(self.text) and self.text[self.pos] == " ":
+            self.pos += 1
+
+    def expect(self, s: str):
+        self._skip()
+        if not self.text.startswith(s, self.pos):
+            raise ValueError(f"expected {s!r} at {self.pos} in type {self.text!r}")
+        self.pos += len(s)
+
+    def word(self) -> str:
+        self._skip()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] in "_."):
+            self.pos += 1
+        if start == self.pos:
+            raise ValueError(f"expected a name at {start} in type {self.text!r}")
+        return self.text[start:self.pos]
+
+
+def parse_type(text: str) -> Type:
+    lx = _TypeLexer(text)
+    t = _parse(lx)
+    if lx.peek():
+        raise ValueError(f"trailing text in type {text!r}")
+    return t
+
+
+def parse_type_prefix(text: str, pos: int) -> tuple[Type, int]:
+    """Parse a type that starts at ``pos``; return it and the position after it."""
+    lx = _TypeLexer(text)
+    lx.pos = pos
+    return _parse(lx), lx.pos
+
+
+def _parse(lx: _TypeLexer) -> Type:
+    if lx.peek() == "[":
+        lx.expect("[")
+        n = int(lx.word())
+        lx.expect("x")
+        elem = _parse(lx)
+        lx.expect("]")
+        return ArrayType(elem, n)
+    w = lx.word()
+    if w == "void":
+        return VOID
+    if w in SCALARS:
+        return SCALARS[w]
+    if w == "struct":
+        return _parse_struct(lx)
+    if w == "vec":
+        lx.expect("<"); e = _parse(lx); lx.expect(","); n = int(lx.word()); lx.expect(">")
+        return VecType(e, n)
+    if w == "ptr":
+        lx.expect("<"); space = lx.word(); lx.expect(","); p = _parse(lx); lx.expect(">")
+        return PointerType(p, space)
+    if w == "tuple":
+        lx.expect("<")
+        elems = [] if lx.peek() == ">" else [_parse(lx)]
+        while lx.peek() == ",":
+            lx.expect(","); elems.append(_parse(lx))
+        lx.expect(">")
+        return TupleType(tuple(elems))
+    if w == "accessor":
+        lx.expect("<"); e = _parse(lx); lx.expect(","); d = int(lx.word()); lx.expect(",")
+        mode = lx.word(); lx.expect(">")
+        return AccessorType(e, d, mode)
+    if w == "local_accessor":
+        lx.expect("<"); e = _parse(lx); lx.expect(","); d = int(lx.word()); lx.expect(">")
+        return LocalAccessorType(e, d)
+    if w in INDEX_KINDS:
+        if lx.peek() == "<":
+            lx.expect("<"); d = int(lx.word()); lx.expect(">")
+            return IndexSpaceType(w, d)
+        return IndexSpaceType(w)
+    raise ValueError(f"unknown type {w!r} in {lx.text!r}")
+
+
+def _parse_struct(lx: _TypeLexer) -> StructType:
+    name = lx.word()
+    lx.expect("{")
+    fields = []
+    while lx.peek() != ";":
+        if fields:
+            lx.expect(",")
+        fname = lx.word(); lx.expect(":"); ft = _parse(lx); lx.expect("@"); off = int(lx.word())
+        fields.append(StructField(fname, ft, off))
+    lx.expect(";"); lx.expect("size="); size = int(lx.word())
+    lx.expect(";"); lx.expect("align="); align = int(lx.word()); lx.expect("}")
+    return StructType(name, tuple(fields), size, align)
+
+
+def leaves(t: Type, base: int = 0) -> Iterator[tuple[ScalarType, int]]:
+    """Scalar leaves of a composite, depth-first, with their byte offsets."""
+    if isinstance(t, ScalarType):
+        yield t, base
+    elif isinstance(t, VecType):
+        for i in range(t.n):
+            yield t.elem, base + i * t.elem.size
+    elif isinstance(t, ArrayType):
+        for i in range(t.n):
+            yield from leaves(t.elem, base + i * t.elem.size)
+    elif isinstance(t, StructType):
+        for f in t.fields:
+            yield from leaves(f.type, base + f.offset)
+    else:
+        raise TypeError(f"type {t} has no scalar leaves")
