@@ -59,3 +59,14 @@ def environ_set(name: str, value: str) -> None:
     """Set a variable for this process (used to point the OpenCL ICD loader
     at a runtime installed from PyPI before the loader starts)."""
     os.environ[name] = value
+
+
+def opencl_pypi_runtime() -> bool:
+    """``PYSYCL_OPENCL_PYPI_RUNTIME=0`` stops pysycl from registering Intel's OpenCL CPU
+    runtime installed from PyPI with the ICD loader (``backends.opencl.environment``)."""
+    return os.environ.get("PYSYCL_OPENCL_PYPI_RUNTIME", "1") not in ("0", "false", "off", "no")
+
+
+def spirv_tools_dir() -> str | None:
+    """``PYSYCL_SPIRV_TOOLS``: folder holding ``spirv-val``/``spirv-dis``; default: ``PATH``."""
+    return os.environ.get("PYSYCL_SPIRV_TOOLS") or None

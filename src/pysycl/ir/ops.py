@@ -132,6 +132,12 @@ _op("continue", 0, 0, "none", [], "Next iteration of the innermost for/while.")
 _op("return", None, 0, "none", [], "Return from the function (0 or 1 operand).")
 _op("assert", 1, 0, "none", ["msg"], "Checked in debug builds, removed otherwise.")
 
+# Native CPU work-group fission (emitted only by passes/work_group_fission.py) -----
+_op("wg.items", 0, 1, "none", [],
+    "Run the region once for each work-item of the work-group in local linear order; "
+    "wi.* ops inside refer to that item. A `var` with attr per_item=True has one copy per "
+    "work-item, other vars one copy per work-group.")
+
 TERMINATORS = frozenset({"break", "continue", "return", "yield"})
 CONTROL_FLOW = frozenset({"if", "for", "while"})
 

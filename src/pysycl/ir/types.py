@@ -252,6 +252,9 @@ def scalar_from_dtype(dtype) -> ScalarType:
 def type_from_dtype(dtype, name: str | None = None) -> Type:
     """Map a NumPy dtype (scalar, structured, sub-array) to an IR type, keeping C layout."""
     dt = np.dtype(dtype)
+    vec_n = (dt.metadata or {}).get("pysycl_vec")
+    if vec_n and dt.subdtype is not None:
+        return VecType(scalar_from_dtype(dt.subdtype[0]), int(vec_n))
     if dt.subdtype is not None:
         base, shape = dt.subdtype
         t = type_from_dtype(base)
@@ -264,7 +267,7 @@ def type_from_dtype(dtype, name: str | None = None) -> Type:
             fdt, off = dt.fields[fname][:2]
             fields.append(StructField(fname, type_from_dtype(fdt), int(off)))
         align = max([1] + [f.type.align for f in fields])
-        align = max(align, dt.alignment)
+        align = max(align, dt.alignment, int((dt.metadata or {}).get("pysycl_align", 1)))
         return StructType(name or _struct_name(dt), tuple(fields), dt.itemsize, align)
     return scalar_from_dtype(dt)
 

@@ -1,0 +1,13 @@
+"""Implementation details that other layers share (``sycl.detail`` in the API).
+
+>>> from pysycl.detail import get_unique_id, register_uniquely_identifiable_object
+"""
+from .unique_ids import (KINDS, DefinitionSite, capture_definition_site, get_unique_id,
+                         get_unique_id_kind, lookup_unique_id, make_unique_id,
+                         register_uniquely_identifiable_object, registered_unique_ids)
+
+__all__ = [
+    "KINDS", "DefinitionSite", "capture_definition_site", "get_unique_id",
+    "get_unique_id_kind", "lookup_unique_id", "make_unique_id",
+    "register_uniquely_identifiable_object", "registered_unique_ids",
+]
