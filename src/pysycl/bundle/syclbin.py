@@ -1,0 +1,395 @@
+"""SYCLBIN bundle files: SYBI v1 inside a one-entry OffloadBinary envelope.
+
+Layout (shared/reference/syclbin.md, the one DPC++'s 2026.2 runtime reads)::
+
+    OffloadBinary v2 header (32) | entry (48, ImageKind 7) | "\\0" string table | pad
+    SYBI image: FileHeader (56) | AM headers (32 each) | IR headers | native headers
+                | metadata byte table (PropertySetRegistry texts, pad 8)
+                | binary byte table (IR bytes, then native bytes, pad 8)
+
+Metadata is DPC++ property-set text: ``[SYCLBIN/global metadata] state``, per IR
+module ``[SYCLBIN/ir module metadata] type, target``, per native image
+``[SYCLBIN/native device code image metadata] arch, target``; abstract modules carry
+the image's ``SYCL/...`` sets unchanged.
+
+pysycl additions, both ignored by DPC++ (it reads only the keys it knows):
+
+* IR module ``type`` ``IR_TYPE_PYSYCL`` (0x5059, ASCII "PY") marks pysycl IR text;
+  0 is SPIR-V, 1 PTX, 2 AMDGCN as in DPC++.
+* SYCLBIN has no checksum, so the global metadata ends with a set
+  ``[PYSYCL/integrity]`` whose ``sha256`` is the SHA-256 of the whole SYBI image
+  with that value's base64 text replaced by the encoding of 32 zero bytes (same
+  length, so no offset moves). ``read_syclbin(require_checksum=False)`` accepts
+  files without it (written by DPC++); a present checksum is always verified.
+
+The reader takes untrusted bytes: it parses with ``struct`` only, bounds-checks every
+offset and size before slicing, and reports any problem as
+``sycl.exception(errc.invalid, reason)``.
+
+>>> f = SyclbinFile(SyclbinState.executable, [AbstractModule(
+...     PropertySetRegistry({"SYCL/kernel names": {"k": 1}}),
+...     ir_modules=[IRModule(IR_TYPE_SPIRV, b"\\x03\\x02\\x23\\x07", "spir64-unknown-unknown")])])
+>>> read_syclbin(write_syclbin(f)) == f
+True
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import struct
+from dataclasses import dataclass, field
+
+from ..errors import errc, exception
+from .property_sets import PropertySetRegistry, base64_encode
+
+OFFLOAD_MAGIC = b"\x10\xff\x10\xad"
+OFFLOAD_VERSION = 2          # what the runtime's own ext_oneapi_get_content writes
+IMAGE_KIND_SYCLBIN = 7       # IMG_SYCLBIN
+OFFLOAD_KIND_SYCL = 5        # the runtime serializer's value; no reader checks it
+SYBI_MAGIC = 0x53594249      # bytes "IBYS" on disk
+SYBI_VERSION = 1
+
+IR_TYPE_SPIRV = 0
+IR_TYPE_PTX = 1
+IR_TYPE_AMDGCN = 2
+IR_TYPE_PYSYCL = 0x5059
+
+GLOBAL_METADATA = "SYCLBIN/global metadata"
+IR_MODULE_METADATA = "SYCLBIN/ir module metadata"
+NATIVE_METADATA = "SYCLBIN/native device code image metadata"
+INTEGRITY = "PYSYCL/integrity"
+
+_FILE_HEADER = struct.Struct("<5I4xQQQQ")
+_AM_HEADER = struct.Struct("<QQIIII")
+_IMAGE_HEADER = struct.Struct("<QQQQ")
+_ENVELOPE_HEADER = struct.Struct("<4sIQQQ")
+_ENTRY = struct.Struct("<HHIQQQQ")
+_ZERO_DIGEST_TEXT = base64_encode(struct.pack("<Q", 256) + bytes(32))
+
+
+class SyclbinState(enum.IntEnum):
+    """Bundle state stored in ``SYCLBIN/global metadata`` ``state``."""
+
+    input = 0
+    object = 1
+    executable = 2
+
+
+@dataclass
+class IRModule:
+    """An IR image: SPIR-V (``IR_TYPE_SPIRV``) or pysycl IR text (``IR_TYPE_PYSYCL``)."""
+
+    ir_type: int
+    data: bytes
+    target: str | None = None
+
+
+@dataclass
+class NativeImage:
+    """Device code for one target: host object, PTX, cubin...
+
+    ``target`` is a triple (``"nvptx64-nvidia-cuda"``), ``arch`` e.g. ``"sm_90"``;
+    ``format`` (pysycl's, e.g. ``"object"``, ``"ptx"``) is optional.
+    """
+
+    target: str
+    arch: str
+    data: bytes
+    format: str | None = None
+
+
+@dataclass
+class AbstractModule:
+    """One device image's worth of metadata (its ``SYCL/...`` property sets) plus the
+    IR modules and native images that implement it."""
+
+    property_sets: PropertySetRegistry = field(default_factory=PropertySetRegistry)
+    ir_modules: list[IRModule] = field(default_factory=list)
+    native_images: list[NativeImage] = field(default_factory=list)
+
+
+@dataclass
+class SyclbinFile:
+    """A kernel bundle in one state."""
+
+    state: SyclbinState
+    abstract_modules: list[AbstractModule] = field(default_factory=list)
+
+
+def _invalid(reason: str) -> exception:
+    return exception(errc.invalid, f"invalid SYCLBIN file: {reason}")
+
+
+def _align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def _text_bytes(value: str) -> bytes:
+    return value.encode("utf-8")
+
+
+# --- writer -------------------------------------------------------------------------
+
+def _ir_metadata(ir: IRModule) -> bytes:
+    reg = PropertySetRegistry()
+    reg.add(IR_MODULE_METADATA, "type", ir.ir_type)
+    if ir.target is not None:
+        reg.add(IR_MODULE_METADATA, "target", _text_bytes(ir.target))
+    return reg.to_text().encode("utf-8")
+
+
+def _native_metadata(img: NativeImage) -> bytes:
+    reg = PropertySetRegistry()
+    reg.add(NATIVE_METADATA, "arch", _text_bytes(img.arch))
+    reg.add(NATIVE_METADATA, "target", _text_bytes(img.target))
+    if img.format is not None:
+        reg.add(NATIVE_METADATA, "format", _text_bytes(img.format))
+    return reg.to_text().encode("utf-8")
+
+
+def _sybi(f: SyclbinFile, with_checksum: bool) -> bytes:
+    state = SyclbinState(f.state)
+    glob = PropertySetRegistry({GLOBAL_METADATA: {"state": int(state)}})
+    global_text = glob.to_text()
+    if with_checksum:  # last, so the digest text sits at a known place: the end
+        global_text += f"[{INTEGRITY}]\nsha256=2|{_ZERO_DIGEST_TEXT}\n"
+    metas = [global_text.encode("utf-8")]
+    metas += [am.property_sets.to_text().encode("utf-8") for am in f.abstract_modules]
+    irs = [ir for am in f.abstract_modules for ir in am.ir_modules]
+    natives = [img for am in f.abstract_modules for img in am.native_images]
+    metas += [_ir_metadata(ir) for ir in irs] + [_native_metadata(n) for n in natives]
+    meta_offsets, pos = [], 0
+    for m in metas:
+        meta_offsets.append(pos)
+        pos += len(m)
+    meta_size = pos
+    blobs = [bytes(ir.data) for ir in irs] + [bytes(n.data) for n in natives]
+    blob_offsets, pos = [], 0
+    for b in blobs:
+        blob_offsets.append(pos)
+        pos += len(b)
+    bin_size = pos
+
+    out = bytearray(_FILE_HEADER.pack(SYBI_MAGIC, SYBI_VERSION, len(f.abstract_modules),
+                                      len(irs), len(natives), meta_size, bin_size,
+                                      0, len(metas[0])))
+    ir_index = native_index = 0
+    for i, am in enumerate(f.abstract_modules, 1):
+        out += _AM_HEADER.pack(meta_offsets[i], len(metas[i]), len(am.ir_modules), ir_index,
+                               len(am.native_images), native_index)
+        ir_index += len(am.ir_modules)
+        native_index += len(am.native_images)
+    first = 1 + len(f.abstract_modules)
+    for k in range(len(irs) + len(natives)):
+        out += _IMAGE_HEADER.pack(meta_offsets[first + k], len(metas[first + k]),
+                                  blob_offsets[k], len(blobs[k]))
+    out += b"".join(metas)
+    out += bytes(_align8(meta_size) - meta_size)
+    out += b"".join(blobs)
+    out += bytes(_align8(bin_size) - bin_size)
+    return bytes(out)
+
+
+def _seal(sybi: bytes) -> bytes:
+    """Put the SHA-256 of the zero-digest image in place of the zero digest."""
+    digest = hashlib.sha256(sybi).digest()
+    text = base64_encode(struct.pack("<Q", 256) + digest).encode("ascii")
+    at = _digest_position(sybi)
+    return sybi[:at] + text + sybi[at + len(text):]
+
+
+def _digest_position(sybi: bytes) -> int:
+    header_end = _FILE_HEADER.size + _AM_HEADER.size * _FILE_HEADER.unpack_from(sybi)[2] \
+        + _IMAGE_HEADER.size * sum(_FILE_HEADER.unpack_from(sybi)[3:5])
+    gm_size = _FILE_HEADER.unpack_from(sybi)[8]
+    return header_end + gm_size - 1 - len(_ZERO_DIGEST_TEXT)  # before the final "\n"
+
+
+def write_sybi(f: SyclbinFile, *, checksum: bool = True) -> bytes:
+    """The bare SYBI image (no envelope); ``write_syclbin`` is what files hold."""
+    sybi = _sybi(f, checksum)
+    return _seal(sybi) if checksum else sybi
+
+
+def write_syclbin(f: SyclbinFile, *, checksum: bool = True) -> bytes:
+    """Serialise ``f`` as an OffloadBinary v2 file with one ``IMG_SYCLBIN`` entry."""
+    image = write_sybi(f, checksum=checksum)
+    entries_offset = _ENVELOPE_HEADER.size
+    strings_offset = entries_offset + _ENTRY.size  # no string entries follow
+    image_offset = _align8(strings_offset + 1)     # after the one-NUL string table
+    total = _align8(image_offset + len(image))
+    out = bytearray(_ENVELOPE_HEADER.pack(OFFLOAD_MAGIC, OFFLOAD_VERSION, total,
+                                          entries_offset, 1))
+    out += _ENTRY.pack(IMAGE_KIND_SYCLBIN, OFFLOAD_KIND_SYCL, 0, strings_offset, 0,
+                       image_offset, len(image))
+    out += bytes(image_offset - len(out))
+    out += image
+    out += bytes(total - len(out))
+    return bytes(out)
+
+
+# --- reader -------------------------------------------------------------------------
+
+def _unpack(st: struct.Struct, data: bytes, offset: int, what: str) -> tuple:
+    if offset < 0 or offset + st.size > len(data):
+        raise _invalid(f"truncated {what} at offset {offset}")
+    return st.unpack_from(data, offset)
+
+
+def _region(data: bytes, start: int, offset: int, size: int, limit: int, what: str) -> bytes:
+    """``data[start+offset : +size]`` after checking it lies within ``limit`` bytes."""
+    if offset > limit or size > limit - offset:
+        raise _invalid(f"{what} (offset {offset}, size {size}) runs past its table "
+                       f"of {limit} bytes")
+    return data[start + offset:start + offset + size]
+
+
+def _registry(raw: bytes, what: str) -> PropertySetRegistry:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _invalid(f"{what} is not UTF-8 text") from None
+    try:
+        return PropertySetRegistry.from_text(text)
+    except exception as e:
+        raise _invalid(f"{what}: {e}") from None
+
+
+def _text(reg: PropertySetRegistry, set_name: str, key: str, what: str,
+          required: bool = True) -> str | None:
+    props = reg.get(set_name) or {}
+    value = props.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, bytes):
+        raise _invalid(f"{what} lacks byte-array property {set_name}/{key}")
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _invalid(f"{what} property {key} is not UTF-8") from None
+
+
+def unwrap_offload_binary(data: bytes) -> bytes:
+    """The SYBI image inside an OffloadBinary envelope (v1 or v2, one entry)."""
+    magic, version, size, entries_offset, count = _unpack(_ENVELOPE_HEADER, data, 0,
+                                                          "OffloadBinary header")
+    if magic != OFFLOAD_MAGIC:
+        raise _invalid("not an OffloadBinary (bad magic)")
+    if version not in (1, 2):
+        raise _invalid(f"unsupported OffloadBinary version {version}")
+    if size > len(data) or size < _ENVELOPE_HEADER.size:
+        raise _invalid(f"OffloadBinary says {size} bytes, file has {len(data)}")
+    data = data[:size]
+    if version == 1 and count != _ENTRY.size:  # v1: this field is EntrySize
+        raise _invalid(f"unexpected OffloadBinary v1 entry size {count}")
+    if version == 2 and count != 1:
+        raise _invalid(f"expected one OffloadBinary entry, found {count}")
+    kind, _ok, _flags, _so, _ns, image_offset, image_size = _unpack(
+        _ENTRY, data, entries_offset, "OffloadBinary entry")
+    if kind != IMAGE_KIND_SYCLBIN:
+        raise _invalid(f"OffloadBinary entry has image kind {kind}, not SYCLBIN (7)")
+    return _region(data, 0, image_offset, image_size, len(data), "SYCLBIN image")
+
+
+def read_syclbin(data: bytes, *, require_checksum: bool = True) -> SyclbinFile:
+    """Parse a SYCLBIN file (OffloadBinary envelope, or a bare SYBI image as LLVM's
+    reader also accepts). Every problem is ``sycl.exception(errc.invalid)``.
+    """
+    data = bytes(data)
+    if data[:4] == OFFLOAD_MAGIC:
+        data = unwrap_offload_binary(data)
+    return read_sybi(data, require_checksum=require_checksum)
+
+
+def read_sybi(data: bytes, *, require_checksum: bool = True) -> SyclbinFile:
+    """Parse a bare SYBI v1 image."""
+    (magic, version, n_am, n_ir, n_native, meta_size, bin_size, gm_offset,
+     gm_size) = _unpack(_FILE_HEADER, data, 0, "SYCLBIN header")
+    if magic != SYBI_MAGIC:
+        raise _invalid("bad SYCLBIN magic")
+    if version != SYBI_VERSION:
+        raise _invalid(f"unsupported SYCLBIN version {version}")
+    header_end = _FILE_HEADER.size + _AM_HEADER.size * n_am + _IMAGE_HEADER.size * (n_ir + n_native)
+    if header_end > len(data):
+        raise _invalid(f"{n_am} modules, {n_ir} IR and {n_native} native headers "
+                       f"do not fit in {len(data)} bytes")
+    meta_start, bin_start = header_end, header_end + _align8(meta_size)
+    if bin_start > len(data) or bin_size > len(data) - bin_start:
+        raise _invalid("metadata and binary tables run past the end of the file")
+    global_raw = _region(data, meta_start, gm_offset, gm_size, meta_size, "global metadata")
+    glob = _registry(global_raw, "global metadata")
+    _verify_checksum(data, glob, global_raw, meta_start + gm_offset, require_checksum)
+    state = (glob.get(GLOBAL_METADATA) or {}).get("state")
+    if state not in (0, 1, 2):
+        raise _invalid(f"bundle state {state!r} is not input (0), object (1) or executable (2)")
+    ir_headers = [_unpack(_IMAGE_HEADER, data, _FILE_HEADER.size + _AM_HEADER.size * n_am
+                          + _IMAGE_HEADER.size * i, "IR module header") for i in range(n_ir)]
+    native_headers = [_unpack(_IMAGE_HEADER, data, _FILE_HEADER.size + _AM_HEADER.size * n_am
+                              + _IMAGE_HEADER.size * (n_ir + i), "native image header")
+                      for i in range(n_native)]
+    tables = (data, meta_start, meta_size, bin_start, bin_size)
+    modules, next_ir, next_native = [], 0, 0
+    for i in range(n_am):
+        m_off, m_size, ir_count, ir_first, nat_count, nat_first = _unpack(
+            _AM_HEADER, data, _FILE_HEADER.size + _AM_HEADER.size * i, "abstract module header")
+        # Each image belongs to exactly one module, in order, so nothing is dropped.
+        if ir_first != next_ir or nat_first != next_native:
+            raise _invalid(f"abstract module {i} does not start at the next unclaimed image")
+        if ir_count > n_ir - ir_first or nat_count > n_native - nat_first:
+            raise _invalid(f"abstract module {i} claims more images than the file has")
+        next_ir, next_native = ir_first + ir_count, nat_first + nat_count
+        am_reg = _registry(_region(data, meta_start, m_off, m_size, meta_size,
+                                   f"abstract module {i} metadata"), f"abstract module {i} metadata")
+        irs = [_read_ir(tables, ir_headers[k], k) for k in range(ir_first, next_ir)]
+        natives = [_read_native(tables, native_headers[k], k) for k in range(nat_first, next_native)]
+        modules.append(AbstractModule(am_reg, irs, natives))
+    if next_ir != n_ir or next_native != n_native:
+        raise _invalid("some images belong to no abstract module")
+    return SyclbinFile(SyclbinState(state), modules)
+
+
+def _read_ir(tables, header, k: int) -> IRModule:
+    data, meta_start, meta_size, bin_start, bin_size = tables
+    m_off, m_size, b_off, b_size = header
+    what = f"IR module {k}"
+    reg = _registry(_region(data, meta_start, m_off, m_size, meta_size, f"{what} metadata"),
+                    f"{what} metadata")
+    ir_type = (reg.get(IR_MODULE_METADATA) or {}).get("type")
+    if not isinstance(ir_type, int):
+        raise _invalid(f"{what} has no u32 type")
+    target = _text(reg, IR_MODULE_METADATA, "target", what, required=False)
+    return IRModule(ir_type, _region(data, bin_start, b_off, b_size, bin_size, what), target)
+
+
+def _read_native(tables, header, k: int) -> NativeImage:
+    data, meta_start, meta_size, bin_start, bin_size = tables
+    m_off, m_size, b_off, b_size = header
+    what = f"native image {k}"
+    reg = _registry(_region(data, meta_start, m_off, m_size, meta_size, f"{what} metadata"),
+                    f"{what} metadata")
+    return NativeImage(_text(reg, NATIVE_METADATA, "target", what),
+                       _text(reg, NATIVE_METADATA, "arch", what),
+                       _region(data, bin_start, b_off, b_size, bin_size, what),
+                       _text(reg, NATIVE_METADATA, "format", what, required=False))
+
+
+def _verify_checksum(data: bytes, glob: PropertySetRegistry, global_raw: bytes,
+                     global_at: int, required: bool) -> None:
+    integrity = glob.get(INTEGRITY)
+    if integrity is None:
+        if required:
+            raise _invalid("no pysycl checksum (pass require_checksum=False for DPC++ files)")
+        return
+    digest = integrity.get("sha256")
+    if not isinstance(digest, bytes) or len(digest) != 32 or len(integrity) != 1:
+        raise _invalid("malformed checksum property")
+    text = base64_encode(struct.pack("<Q", 256) + digest).encode("ascii")
+    line = b"sha256=2|" + text + b"\n"
+    # The writer puts the integrity set last; anything after it would be unchecked
+    # text that could still change the meaning of the global metadata.
+    if not global_raw.endswith(b"[" + INTEGRITY.encode() + b"]\n" + line):
+        raise _invalid("checksum is not the last property of the global metadata")
+    at = global_at + len(global_raw) - 1 - len(text)
+    zeroed = data[:at] + _ZERO_DIGEST_TEXT.encode("ascii") + data[at + len(text):]
+    if hashlib.sha256(zeroed).digest() != digest:
+        raise _invalid("checksum mismatch: the file is corrupted")

@@ -1,0 +1,242 @@
+"""Host object -> unique symbolic ID (seed 004, "Mapping host variables").
+
+DPC++ registers ``(address, unique id, kind)`` from a static constructor before
+``main``; the ID keys every property set that describes the object
+(``SYCL/specialization constants``, ``SYCL/device globals``). In Python an object
+cannot know the name it is about to be bound to (``x = sycl.specialization_id(...)``
+runs the constructor first), so constructors record *where* they ran
+(``capture_definition_site``) and the ID is found lazily on first use by looking
+for the object in its module's globals and class dictionaries.
+
+ID rules (API.md): module-level object -> ``"<module>.<name>"``; class attribute ->
+``"<module>.<Class qualname>.<name>"``; anything else -> an ID unique in the process,
+``"<module>.<scope>#<n>"``. ``#`` never occurs in a Python identifier, so the three
+forms cannot collide.
+
+>>> import types, sys
+>>> class Spec: pass
+>>> m = types.ModuleType("demo_uid"); sys.modules["demo_uid"] = m
+>>> m.coeff = Spec(); m.coeff._pysycl_site = DefinitionSite("demo_uid", None, "module")
+>>> m.coeff._pysycl_uid_kind = "specialization_id"
+>>> get_unique_id(m.coeff)
+'demo_uid.coeff'
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import errc, exception
+
+#: The kinds of seed 004's ``uniquely_identifiable_object(kind)`` attribute used here.
+KINDS = frozenset({"specialization_id", "device_global"})
+
+# RLock, not Lock: a weakref callback can fire from garbage collection while the same
+# thread holds the lock (any allocation may trigger GC).
+_lock = threading.RLock()
+_by_uid: dict[str, "_Entry"] = {}
+_by_obj: dict[int, str] = {}  # id(obj) -> uid; entries leave when the object dies
+_counter = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class DefinitionSite:
+    """Where an identifiable object was constructed.
+
+    ``module``: the defining module's ``__name__``; ``qualname``: the qualified name of
+    the enclosing class or function (``None`` at module level); ``scope``: ``"module"``,
+    ``"class"`` or ``"function"``.
+    """
+
+    module: str
+    qualname: str | None
+    scope: str
+
+
+class _Entry:
+    __slots__ = ("get", "kind", "obj_id")
+
+    def __init__(self, get: Callable[[], Any], kind: str, obj_id: int):
+        self.get = get
+        self.kind = kind
+        self.obj_id = obj_id
+
+
+def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
+    """The site of the caller's caller (``stacklevel=1``): call it from a constructor.
+
+    >>> def make():  # a constructor would do this
+    ...     return capture_definition_site()
+    >>> make().scope
+    'function'
+    """
+    frame = sys._getframe(stacklevel + 1)
+    code = frame.f_code
+    module = frame.f_globals.get("__name__", "<unknown>")
+    if code.co_name == "<module>":
+        return DefinitionSite(module, None, "module")
+    qualname = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python >= 3.11
+    # A class body is executed as a code object named after the class whose locals
+    # carry __qualname__ (set by type.__build_class__ before the body runs).
+    if frame.f_locals.get("__qualname__") == qualname and "__module__" in frame.f_locals:
+        return DefinitionSite(module, qualname, "class")
+    return DefinitionSite(module, qualname, "function")
+
+
+def _find_in_classes(obj, module, module_name: str, qualname_hint: str | None) -> str | None:
+    """``"<Class qualname>.<name>"`` if a class of ``module`` holds ``obj``."""
+    candidates = []
+    if qualname_hint and "<locals>" not in qualname_hint:
+        target = module
+        for part in qualname_hint.split("."):
+            target = getattr(target, part, None)
+        if isinstance(target, type):
+            candidates.append(target)
+    candidates.extend(v for v in list(vars(module).values()) if isinstance(v, type))
+    seen: set[int] = set()
+    while candidates:
+        cls = candidates.pop(0)
+        if id(cls) in seen or getattr(cls, "__module__", None) != module_name:
+            continue
+        seen.add(id(cls))
+        for name, value in list(vars(cls).items()):
+            if value is obj:
+                return f"{cls.__qualname__}.{name}"
+            if isinstance(value, type):
+                candidates.append(value)  # nested classes
+    return None
+
+
+def find_binding(obj, module_name: str, qualname_hint: str | None = None) -> str | None:
+    """The ID ``obj`` gets from where it is bound now, or ``None`` if it is not bound
+    at module or class level in ``module_name``.
+    """
+    module = sys.modules.get(module_name)
+    if module is None:
+        return None
+    for name, value in list(vars(module).items()):  # list(): another thread may import
+        if value is obj:
+            return f"{module_name}.{name}"
+    in_class = _find_in_classes(obj, module, module_name, qualname_hint)
+    return f"{module_name}.{in_class}" if in_class else None
+
+
+def make_unique_id(obj, module_name: str, qualname_hint: str | None = None) -> str:
+    """The unique ID of ``obj`` by API.md's rules (does not register it).
+
+    ``qualname_hint`` is the enclosing class or function (``DefinitionSite.qualname``);
+    it speeds up the class search and names the scope of a process-unique ID.
+
+    >>> make_unique_id(object(), "mod", "f").startswith("mod.f#")
+    True
+    """
+    found = find_binding(obj, module_name, qualname_hint)
+    if found is not None:
+        return found
+    scope = f"{module_name}.{qualname_hint}" if qualname_hint else module_name
+    return f"{scope}#{next(_counter)}"
+
+
+def _forget(uid: str, obj_id: int) -> None:
+    with _lock:
+        entry = _by_uid.get(uid)
+        if entry is not None and entry.obj_id == obj_id:
+            del _by_uid[uid]
+        if _by_obj.get(obj_id) == uid:
+            del _by_obj[obj_id]
+
+
+def register_uniquely_identifiable_object(obj, unique_id: str, kind: str) -> None:
+    """Record that ``obj`` is known to device code as ``unique_id`` (seed 004's
+    ``__register_uniquely_identifiable_object``).
+
+    Registering the same pair again is a no-op. Another live object under the same ID,
+    or a second ID for the same object, is ``errc.invalid``. The registry holds objects
+    weakly (strongly only if they cannot be weakly referenced).
+
+    >>> class S: pass
+    >>> s = S(); register_uniquely_identifiable_object(s, "doc.s", "device_global")
+    >>> get_unique_id(s), lookup_unique_id("doc.s") is s
+    ('doc.s', True)
+    """
+    if kind not in KINDS:
+        raise exception(errc.invalid, f"unknown uniquely identifiable object kind {kind!r}; "
+                                      f"expected one of {sorted(KINDS)}")
+    if not isinstance(unique_id, str) or not unique_id:
+        raise exception(errc.invalid, f"unique ID must be a non-empty string, got {unique_id!r}")
+    with _lock:
+        current = _by_obj.get(id(obj))
+        if current is not None and _live(current) is obj:
+            if current == unique_id and _by_uid[current].kind == kind:
+                return
+            raise exception(errc.invalid, f"object {obj!r} is already registered as "
+                                          f"{current!r} ({_by_uid[current].kind})")
+        entry = _by_uid.get(unique_id)
+        if entry is not None and entry.get() is not None:
+            raise exception(errc.invalid, f"unique ID {unique_id!r} is already registered "
+                                          f"to another object ({entry.kind})")
+        obj_id = id(obj)
+        try:
+            ref = weakref.ref(obj, lambda _r, u=unique_id, o=obj_id: _forget(u, o))
+        except TypeError:
+            ref = (lambda o=obj: o)  # not weak-referenceable: keep it alive (id stays valid)
+        _by_uid[unique_id] = _Entry(ref, kind, obj_id)
+        _by_obj[obj_id] = unique_id
+
+
+def _live(uid: str):
+    entry = _by_uid.get(uid)
+    return entry.get() if entry is not None else None
+
+
+def get_unique_id(obj) -> str:
+    """The unique ID of ``obj``, found on first use if it was never registered.
+
+    Lazy discovery needs two attributes the object's constructor sets:
+    ``_pysycl_site`` (a ``DefinitionSite``) and ``_pysycl_uid_kind`` (one of
+    ``KINDS``). If the discovered name is held by another live object (the
+    definition ran again, e.g. a re-run notebook cell), the new object gets a
+    process-unique ID instead. Anything else unregistered is ``errc.invalid``.
+    """
+    with _lock:
+        uid = _by_obj.get(id(obj))
+        if uid is not None and _live(uid) is obj:
+            return uid
+        site = getattr(obj, "_pysycl_site", None)
+        kind = getattr(obj, "_pysycl_uid_kind", None)
+        if not isinstance(site, DefinitionSite) or kind not in KINDS:
+            raise exception(errc.invalid, f"{obj!r} has no unique ID: it is not a registered "
+                                          "specialization_id or device_global")
+        uid = make_unique_id(obj, site.module, site.qualname)
+        if _live(uid) is not None:
+            uid = f"{uid}#{next(_counter)}"
+        register_uniquely_identifiable_object(obj, uid, kind)
+        return uid
+
+
+def lookup_unique_id(unique_id: str):
+    """The live object registered as ``unique_id``, or ``None``."""
+    with _lock:
+        return _live(unique_id)
+
+
+def get_unique_id_kind(unique_id: str) -> str | None:
+    """The kind (``"specialization_id"``/``"device_global"``) of a live registration."""
+    with _lock:
+        entry = _by_uid.get(unique_id)
+        return entry.kind if entry is not None and entry.get() is not None else None
+
+
+def registered_unique_ids(kind: str | None = None) -> dict[str, Any]:
+    """``{unique_id: object}`` of every live registration (of one kind if given)."""
+    with _lock:
+        out = {}
+        for uid, entry in list(_by_uid.items()):
+            obj = entry.get()
+            if obj is not None and (kind is None or entry.kind == kind):
+                out[uid] = obj
+        return out
