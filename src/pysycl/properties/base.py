@@ -21,6 +21,8 @@ import math
 import numbers
 from typing import Any, ClassVar, Iterable, Iterator
 
+import numpy as np
+
 from ..errors import errc, exception
 
 #: Where a property may be attached; passes route on these names.
@@ -42,7 +44,7 @@ def meta_string(value: Any) -> str:
     """
     if value is None:
         return ""
-    if isinstance(value, bool):  # before int: bool is an int subclass
+    if isinstance(value, (bool, np.bool_)):  # before int: bool is an int subclass
         return "true" if value else "false"
     if isinstance(value, enum.Enum):
         return str(int(value.value))

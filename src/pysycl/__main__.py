@@ -1,0 +1,5 @@
+import sys
+
+from pysycl.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,557 @@
+"""OpenCL devices through pyopencl: discovery, memory, SPIR-V programs, launches, events.
+
+>>> drv = OpenCLDriver()
+>>> dev = drv.discover()[0]                                    # doctest: +SKIP
+>>> q = drv.create_stream(dev, profiling=True)                 # doctest: +SKIP
+>>> prg = drv.load(dev, spv, ["vadd"], {7: (1000).to_bytes(4, "little")})   # doctest: +SKIP
+>>> drv.launch(q, prg, "vadd", [n], None, args).wait()         # doctest: +SKIP
+
+Conventions the rest of pysycl relies on:
+
+* Contexts: every call takes an optional ``context=``; without one the driver uses
+  one default context per platform holding all its SPIR-V devices (SYCL's platform
+  default context). Memory, programs and queues must share a context.
+* ``global_size``/``local_size`` are in SYCL order (rightmost index varies fastest);
+  the driver reverses them into OpenCL order (dimension 0 fastest), as DPC++ does, so
+  SYCL dimension ``d`` of an ``n``-dimensional kernel is OpenCL dimension ``n-1-d``
+  and ``lowering.py`` must query builtins with that index.
+* USM: ``cl_intel_unified_shared_memory`` when the device lists it, else OpenCL 2.0
+  SVM (coarse grain -> device, fine grain -> host/shared), else allocation raises
+  ``errc.feature_not_supported``. ``kind="buffer"`` is a ``cl.Buffer``.
+* Completion tokens are :class:`OpenCLEvent`; ``wait_for=`` takes a list of them, which
+  is what an out-of-order queue needs for SYCL's dependency graph.
+* Device globals: ``clGetDeviceGlobalVariablePointerINTEL`` gives the variable's USM
+  address in the built program and the copy is a USM memcpy (read_global/write_global).
+  The variable must keep external linkage and its IR name in the SPIR-V module (the
+  compiler internalises only functions). Without that function (non-Intel drivers)
+  the plan is a generated copy kernel per variable: codegen adds
+  ``__pysycl_dg_copy_<name>(ptr addrspace(1) buf, i64 offset, i64 n, i32 to_device)``
+  beside the kernels, and read/write launch it on a staging buffer; it is not built yet
+  and those calls raise ``errc.feature_not_supported``.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+import time
+from typing import Any, Mapping, Sequence
+
+from pysycl.backends.base import DeviceDescription, Driver, KernelArg, KernelArgKind
+from pysycl.backends.opencl import cl_ext, environment
+from pysycl.backends.opencl.target import target_for_il_version
+from pysycl.errors import errc, exception
+
+log = logging.getLogger(__name__)
+
+# Register the PyPI runtime before pyopencl (and its ICD loader) first looks.
+environment.prepare()
+try:
+    import numpy as np
+    import pyopencl as cl
+except Exception as _e:   # missing package, broken install: the backend is absent
+    cl = None
+    np = None
+    _IMPORT_ERROR = _e
+else:
+    _IMPORT_ERROR = None
+
+
+class OpenCLAllocation:
+    """A device allocation: USM/SVM (``ptr`` != 0) or a ``cl.Buffer`` (``ptr`` == 0)."""
+
+    def __init__(self, context, device, nbytes: int, kind: str, ptr: int = 0,
+                 buffer=None, usm=None):
+        self.context = context
+        self.device = device
+        self.nbytes = nbytes
+        self.kind = kind
+        self.ptr = ptr
+        self.buffer = buffer
+        self.usm = usm          # the cl_ext strategy that made ``ptr``
+        self.freed = False
+
+    def host_view(self) -> memoryview | None:
+        """Host-accessible bytes for host/shared USM; None for device USM and buffers."""
+        if not self.ptr or self.kind not in ("host", "shared") or self.freed:
+            return None
+        return memoryview((ctypes.c_ubyte * self.nbytes).from_address(self.ptr)).cast("B")
+
+    def __repr__(self) -> str:
+        return f"OpenCLAllocation({self.kind}, {self.nbytes} bytes, ptr={self.ptr:#x})"
+
+
+class OpenCLEvent:
+    """A completion token around a ``cl.Event``; keeps host memory of a pending
+    asynchronous copy alive until the copy is known to be done."""
+
+    __slots__ = ("event", "_keep")
+
+    def __init__(self, event, keep: Any = None):
+        self.event = event
+        self._keep = keep
+
+    def wait(self) -> None:
+        self.event.wait()
+        self._keep = None
+
+    def is_complete(self) -> bool:
+        return self.event.command_execution_status == cl.command_execution_status.COMPLETE
+
+    def profiling_ns(self) -> dict[str, int]:
+        """``queued``, ``submit``, ``start``, ``end`` in ns (queue made with profiling)."""
+        self.wait()
+        p = self.event.profile
+        try:
+            return {"queued": p.queued, "submit": p.submit, "start": p.start, "end": p.end}
+        except cl.Error as e:
+            raise exception(errc.profiling, f"profiling information is not available: {e}") from None
+
+
+class OpenCLProgram:
+    """A built SPIR-V program for one device, with one kernel object per name."""
+
+    def __init__(self, program, device: DeviceDescription, context, kernel_names,
+                 build_seconds: float, build_log: str):
+        self.program = program            # pyopencl _Program
+        self.device = device
+        self.context = context
+        self.kernel_names = tuple(kernel_names)
+        self.build_seconds = build_seconds
+        self.build_log = build_log
+        self.lock = threading.Lock()      # set_arg + enqueue on one cl_kernel is not atomic
+        self._kernels: dict[str, Any] = {}
+
+    def kernel(self, name: str, prepare) -> Any:
+        k = self._kernels.get(name)
+        if k is None:
+            try:
+                k = cl.Kernel(self.program, name)
+            except cl.Error as e:
+                raise exception(errc.kernel_not_supported,
+                                f"kernel {name!r} is not in the program: {e}") from None
+            prepare(k)
+            self._kernels[name] = k
+        return k
+
+
+def _device_type(dev) -> str:
+    t = dev.type
+    if t & cl.device_type.GPU:
+        return "gpu"
+    if t & cl.device_type.ACCELERATOR:
+        return "accelerator"
+    return "cpu"
+
+
+class OpenCLDriver(Driver):
+    """The ``opencl`` backend's device layer (see the module docstring)."""
+
+    name = "opencl"
+
+    def __init__(self, prefer_svm: bool = False):
+        # prefer_svm: use SVM even where Intel USM exists (tests the fallback path).
+        self.prefer_svm = prefer_svm
+        self._api = cl_ext.ClApi.load(environment.icd_loader_library()) if cl else None
+        self._lock = threading.Lock()
+        self._default_contexts: dict[int, Any] = {}
+        self._usm_cache: dict[int, Any] = {}
+        self._global_queues: dict[int, Any] = {}
+
+    # Discovery ---------------------------------------------------------------
+    def discover(self) -> list[DeviceDescription]:
+        """Every device whose ``CL_DEVICE_IL_VERSION`` lists SPIR-V; [] on any failure."""
+        if cl is None:
+            log.debug("OpenCL backend absent: %s", _IMPORT_ERROR)
+            return []
+        try:
+            platforms = cl.get_platforms()
+        except Exception as e:      # PLATFORM_NOT_FOUND_KHR when no ICD is installed
+            log.debug("OpenCL: no platforms: %s", e)
+            return []
+        found = []
+        for platform in platforms:
+            try:
+                devices = platform.get_devices()
+            except Exception as e:
+                log.debug("OpenCL: %s lists no devices: %s", platform.name, e)
+                continue
+            for dev in devices:
+                try:
+                    desc = self._describe(platform, dev)
+                except Exception as e:
+                    log.debug("OpenCL: skipping %s: %s", dev.name, e)
+                    continue
+                if desc is not None:
+                    found.append(desc)
+        return found
+
+    def _describe(self, platform, dev) -> DeviceDescription | None:
+        il = getattr(dev, "il_version", "") or ""
+        target = target_for_il_version(il)
+        if target is None:
+            return None
+        exts = set(dev.extensions.split())
+        aspects = {_device_type(dev)}
+        if "cl_khr_fp16" in exts:
+            aspects.add("fp16")
+        if "cl_khr_fp64" in exts or getattr(dev, "double_fp_config", 0):
+            aspects.add("fp64")
+        if {"cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"} <= exts:
+            aspects.add("atomic64")
+        if dev.compiler_available:
+            aspects.add("online_compiler")
+        if dev.linker_available:
+            aspects.add("online_linker")
+        if dev.queue_properties & cl.command_queue_properties.PROFILING_ENABLE:
+            aspects.add("queue_profiling")
+        usm_kind = self._usm_aspects(platform, dev, exts, aspects)
+        sizes = tuple(dev.max_work_item_sizes) + (1, 1, 1)
+        sub_groups = self._api.device_info_sizes(dev.int_ptr, cl_ext.DEVICE_SUB_GROUP_SIZES_INTEL) \
+            if self._api else ()
+        return DeviceDescription(
+            name=dev.name.strip(), vendor=dev.vendor.strip(), backend="opencl",
+            device_type=_device_type(dev), driver_version=dev.driver_version,
+            max_compute_units=dev.max_compute_units,
+            max_work_group_size=dev.max_work_group_size,
+            max_work_item_sizes=sizes[:3], sub_group_sizes=tuple(sub_groups),
+            global_mem_size=dev.global_mem_size, local_mem_size=dev.local_mem_size,
+            aspects=frozenset(aspects), target=target, handle=dev,
+            extra={"platform": platform, "platform_name": platform.name,
+                   "il_version": il, "opencl_version": dev.version,
+                   "extensions": frozenset(exts), "usm": usm_kind})
+
+    def _usm_aspects(self, platform, dev, exts, aspects) -> str | None:
+        api = self._api
+        if api is None:
+            return None
+        if "cl_intel_unified_shared_memory" in exts and not self.prefer_svm \
+                and api.intel_usm(platform.int_ptr) is not None:
+            caps = {k: api.device_info_u64(dev.int_ptr, p) or 0 for k, p in (
+                ("host", cl_ext.DEVICE_HOST_MEM_CAPABILITIES_INTEL),
+                ("device", cl_ext.DEVICE_DEVICE_MEM_CAPABILITIES_INTEL),
+                ("shared", cl_ext.DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES_INTEL),
+                ("system", cl_ext.DEVICE_SHARED_SYSTEM_MEM_CAPABILITIES_INTEL))}
+            for kind, cap in caps.items():
+                if cap & cl_ext.USM_ACCESS:
+                    aspects.add(f"usm_{kind}_allocations")
+            if caps["host"] & cl_ext.USM_ATOMIC_ACCESS:
+                aspects.add("usm_atomic_host_allocations")
+            if caps["shared"] & cl_ext.USM_ATOMIC_ACCESS:
+                aspects.add("usm_atomic_shared_allocations")
+            return "intel_usm"
+        svm = cl_ext.Svm(api, int(getattr(dev, "svm_capabilities", 0) or 0))
+        kinds = svm.kinds()
+        for kind in kinds:
+            aspects.add(f"usm_{kind}_allocations")
+        if svm.capabilities & cl_ext.SVM_FINE_GRAIN_SYSTEM:
+            aspects.add("usm_system_allocations")
+        return "svm" if kinds else None
+
+    # Contexts and streams ----------------------------------------------------
+    def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
+        """A ``cl.Context`` over ``devices`` (all of one platform)."""
+        platforms = {d.extra["platform"].int_ptr for d in devices}
+        if len(platforms) != 1:
+            raise exception(errc.invalid, "an OpenCL context cannot span platforms: "
+                            + ", ".join(d.name for d in devices))
+        return cl.Context([d.handle for d in devices])
+
+    def default_context(self, device: DeviceDescription) -> Any:
+        platform = device.extra["platform"]
+        key = platform.int_ptr
+        with self._lock:
+            ctx = self._default_contexts.get(key)
+            if ctx is None:
+                devs = [d for d in platform.get_devices()
+                        if target_for_il_version(getattr(d, "il_version", "") or "")]
+                ctx = cl.Context(devs or [device.handle])
+                self._default_contexts[key] = ctx
+            return ctx
+
+    def _context(self, device: DeviceDescription, context) -> Any:
+        return context if context is not None else self.default_context(device)
+
+    def create_stream(self, device: DeviceDescription, profiling: bool, *, in_order: bool = True,
+                      context: Any = None) -> Any:
+        props = 0
+        if profiling:
+            props |= cl.command_queue_properties.PROFILING_ENABLE
+        if not in_order:
+            props |= cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        try:
+            return cl.CommandQueue(self._context(device, context), device.handle, properties=props)
+        except cl.Error as e:
+            raise exception(errc.feature_not_supported if props else errc.runtime,
+                            f"cannot create a queue on {device.name}: {e}") from None
+
+    def synchronize(self, stream: Any) -> None:
+        stream.finish()
+
+    # Memory ------------------------------------------------------------------
+    def _usm(self, device: DeviceDescription):
+        kind = device.extra.get("usm")
+        platform = device.extra["platform"].int_ptr
+        if kind == "intel_usm":
+            return self._api.intel_usm(platform)
+        if kind == "svm":
+            return cl_ext.Svm(self._api, int(device.handle.svm_capabilities))
+        return None
+
+    def alloc(self, device: DeviceDescription, nbytes: int, kind: str, *, context: Any = None,
+              alignment: int = 0) -> OpenCLAllocation:
+        ctx = self._context(device, context)
+        if kind == "buffer":
+            try:
+                buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+            except cl.Error as e:
+                raise exception(errc.memory_allocation, f"cannot allocate a {nbytes}-byte "
+                                f"buffer on {device.name}: {e}") from None
+            return OpenCLAllocation(ctx, device, nbytes, kind, buffer=buf)
+        if kind not in ("device", "shared", "host"):
+            raise exception(errc.invalid, f"unknown allocation kind {kind!r}")
+        if f"usm_{kind}_allocations" not in device.aspects:
+            raise exception(errc.feature_not_supported, f"{device.name} offers no {kind} USM "
+                            "(neither cl_intel_unified_shared_memory nor the matching SVM)")
+        usm = self._usm(device)
+        ptr = usm.alloc(ctx.int_ptr, device.handle.int_ptr, max(nbytes, 1), kind, alignment)
+        return OpenCLAllocation(ctx, device, nbytes, kind, ptr=ptr, usm=usm)
+
+    def free(self, allocation: OpenCLAllocation) -> None:
+        if allocation.freed:
+            return
+        allocation.freed = True
+        if allocation.buffer is not None:
+            allocation.buffer.release()
+        elif allocation.ptr:
+            allocation.usm.free(allocation.context.int_ptr, allocation.ptr)
+
+    def copy(self, stream: Any, dst: Any, dst_offset: int, src: Any, src_offset: int,
+             nbytes: int, *, wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
+        """Copy ``nbytes``; each side is an allocation or a host buffer (memoryview)."""
+        events = [e.event for e in wait_for]
+        d_buf = isinstance(dst, OpenCLAllocation) and dst.buffer is not None
+        s_buf = isinstance(src, OpenCLAllocation) and src.buffer is not None
+        if d_buf or s_buf:
+            return self._copy_buffer(stream, dst, dst_offset, src, src_offset, nbytes, events)
+        usm = next(a.usm for a in (dst, src) if isinstance(a, OpenCLAllocation)) \
+            if any(isinstance(a, OpenCLAllocation) for a in (dst, src)) else None
+        if usm is None:      # host to host: a plain memmove keeps the contract uniform
+            _host_bytes(dst, dst_offset, nbytes)[:] = _host_bytes(src, src_offset, nbytes)
+            return OpenCLEvent(cl.enqueue_marker(stream, wait_for=events or None))
+        dptr, keep_d = _address(dst, dst_offset, nbytes)
+        sptr, keep_s = _address(src, src_offset, nbytes)
+        ev = usm.memcpy(stream.int_ptr, dptr, sptr, nbytes, events)
+        return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), (keep_d, keep_s))
+
+    def _copy_buffer(self, queue, dst, dst_offset, src, src_offset, nbytes, events):
+        wait = events or None
+        if isinstance(dst, OpenCLAllocation) and dst.buffer is None:
+            view = dst.host_view()
+            if view is None:
+                raise exception(errc.feature_not_supported,
+                                "copying between a buffer and device USM is not supported")
+            dst, dst_offset = view, dst_offset
+        if isinstance(src, OpenCLAllocation) and src.buffer is None:
+            view = src.host_view()
+            if view is None:
+                raise exception(errc.feature_not_supported,
+                                "copying between a buffer and device USM is not supported")
+            src, src_offset = view, src_offset
+        if isinstance(dst, OpenCLAllocation) and isinstance(src, OpenCLAllocation):
+            ev = cl.enqueue_copy(queue, dst.buffer, src.buffer, byte_count=nbytes,
+                                 src_offset=src_offset, dst_offset=dst_offset, wait_for=wait)
+            return OpenCLEvent(ev)
+        if isinstance(dst, OpenCLAllocation):
+            host = _host_bytes(src, src_offset, nbytes)
+            ev = cl.enqueue_copy(queue, dst.buffer, host, dst_offset=dst_offset,
+                                 wait_for=wait, is_blocking=False)
+            return OpenCLEvent(ev, host)
+        host = _host_bytes(dst, dst_offset, nbytes)
+        ev = cl.enqueue_copy(queue, host, src.buffer, src_offset=src_offset,
+                             wait_for=wait, is_blocking=False)
+        return OpenCLEvent(ev, host)
+
+    def fill(self, stream: Any, dst: Any, offset: int, pattern: bytes, nbytes: int, *,
+             wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
+        """Repeat ``pattern`` (1, 2, 4, ... 128 bytes, dividing ``nbytes``) over the range."""
+        pattern = bytes(pattern)
+        if nbytes % len(pattern):
+            raise exception(errc.invalid, f"fill size {nbytes} is not a multiple of the "
+                            f"{len(pattern)}-byte pattern")
+        events = [e.event for e in wait_for]
+        if dst.buffer is not None:
+            pat = np.frombuffer(pattern, dtype=np.uint8)
+            ev = cl.enqueue_fill_buffer(stream, dst.buffer, pat, offset, nbytes,
+                                        wait_for=events or None)
+            return OpenCLEvent(ev, pat)
+        ev = dst.usm.fill(stream.int_ptr, dst.ptr + offset, pattern, nbytes, events)
+        return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False))
+
+    # Code --------------------------------------------------------------------
+    def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
+             spec_constants: Mapping[int, bytes] | None = None, *, context: Any = None,
+             options: str = "") -> OpenCLProgram:
+        """clCreateProgramWithIL + clSetProgramSpecializationConstant + clBuildProgram.
+
+        ``spec_constants`` maps SpecId -> value bytes of the constant's exact width
+        (bool: 1 byte). Build failures raise ``errc.build`` with the driver's log."""
+        ctx = self._context(device, context)
+        try:
+            prg = cl._cl._create_program_with_il(ctx, bytes(binary))
+            for spec_id, value in sorted((spec_constants or {}).items()):
+                prg.set_specialization_constant(int(spec_id), bytes(value))
+        except cl.Error as e:
+            raise exception(errc.build, f"{device.name} rejected the SPIR-V module: {e}") from None
+        t0 = time.perf_counter()
+        try:
+            # _build, not pyopencl's build(): the latter turns the Intel runtime's
+            # "Kernel was 16-way vectorized" remarks into a CompilerWarning on every
+            # build, and warnings filters are process global (not thread safe to toggle).
+            prg._build(options=options.encode(), devices=[device.handle])
+        except cl.Error as e:
+            logtext = _build_log(prg, device)
+            raise exception(errc.build, f"building {', '.join(kernel_names)} for "
+                            f"{device.name} failed: {e}\n{logtext}") from None
+        seconds = time.perf_counter() - t0
+        return OpenCLProgram(prg, device, ctx, kernel_names, seconds, _build_log(prg, device))
+
+    def _prepare_kernel(self, device: DeviceDescription):
+        usm = self._usm(device)
+
+        def prepare(kernel):
+            if usm is not None:
+                usm.prepare_kernel(self._api, kernel.int_ptr)
+        return prepare
+
+    def launch(self, stream: Any, program: OpenCLProgram, kernel_name: str,
+               global_size: Sequence[int], local_size: Sequence[int] | None,
+               args: Sequence[KernelArg], local_mem_bytes: int = 0, *,
+               wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
+        """Set ``args`` and enqueue. Sizes are in SYCL order (reversed here).
+        ``local_mem_bytes`` is unused: OpenCL local memory comes as ``local`` args."""
+        gsize = tuple(int(g) for g in reversed(global_size))
+        lsize = tuple(int(x) for x in reversed(local_size)) if local_size else None
+        events = [e.event for e in wait_for] or None
+        with program.lock:
+            kernel = program.kernel(kernel_name, self._prepare_kernel(program.device))
+            for i, arg in enumerate(args):
+                self._set_arg(kernel, i, arg, program)
+            try:
+                ev = cl.enqueue_nd_range_kernel(stream, kernel, gsize, lsize, wait_for=events)
+            except cl.Error as e:
+                code = errc.nd_range if "WORK_GROUP" in str(e) or "WORK_ITEM" in str(e) \
+                    else errc.kernel
+                raise exception(code, f"launching {kernel_name} with global {list(global_size)}"
+                                f", local {local_size}: {e}") from None
+        return OpenCLEvent(ev)
+
+    def _set_arg(self, kernel, index: int, arg: KernelArg, program: OpenCLProgram) -> None:
+        kind, value = arg.kind, arg.value
+        try:
+            if kind in (KernelArgKind.scalar, KernelArgKind.bytes):
+                kernel.set_arg(index, bytes(value))    # clSetKernelArg(size=len(value))
+            elif kind is KernelArgKind.local:
+                kernel.set_arg(index, cl.LocalMemory(max(int(value), 1)))
+            elif kind is KernelArgKind.mem:
+                self._set_mem_arg(kernel, index, value, program)
+            else:
+                raise exception(errc.kernel_argument, f"unknown kernel argument kind {kind}")
+        except cl.Error as e:
+            raise exception(errc.kernel_argument, f"argument {index} of kernel "
+                            f"{kernel.function_name}: {e}") from None
+
+    def _set_mem_arg(self, kernel, index: int, value, program: OpenCLProgram) -> None:
+        if value is None:
+            kernel.set_arg(index, None)
+        elif isinstance(value, OpenCLAllocation) and value.buffer is not None:
+            kernel.set_arg(index, value.buffer)
+        else:
+            ptr = value.ptr if isinstance(value, OpenCLAllocation) else int(value)
+            usm = self._usm(program.device)
+            if usm is None:
+                raise exception(errc.feature_not_supported,
+                                f"{program.device.name} cannot take pointer arguments (no USM/SVM)")
+            usm.set_arg(kernel.int_ptr, index, ptr)
+
+    # Device globals ----------------------------------------------------------
+    def global_address(self, program: OpenCLProgram, name: str) -> tuple[int, int]:
+        """(USM address, size in bytes) of program-scope variable ``name``."""
+        dev = program.device
+        found = None
+        if self._api is not None and dev.extra.get("usm") == "intel_usm":
+            found = self._api.global_variable_pointer(
+                dev.extra["platform"].int_ptr, dev.handle.int_ptr, program.program.int_ptr, name)
+        if found is None:
+            raise exception(errc.feature_not_supported, f"{dev.name} cannot address device "
+                            "globals (no clGetDeviceGlobalVariablePointerINTEL)")
+        return found
+
+    def _global_copy(self, program, name, offset, nbytes, stream, wait_for, to_device, data):
+        ptr, size = self.global_address(program, name)
+        if offset < 0 or offset + nbytes > size:
+            raise exception(errc.invalid, f"device global {name!r} has {size} bytes; "
+                            f"cannot access [{offset}, {offset + nbytes})")
+        queue = stream if stream is not None else self._private_queue(program)
+        usm = self._usm(program.device)
+        host, keep = _address(data, 0, nbytes)
+        dst, src = (ptr + offset, host) if to_device else (host, ptr + offset)
+        ev = usm.memcpy(queue.int_ptr, dst, src, nbytes, [e.event for e in wait_for])
+        event = OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), keep)
+        if stream is None:
+            event.wait()
+        return event
+
+    def read_global(self, program: OpenCLProgram, name: str, offset: int, data, *,
+                    stream: Any = None, wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
+        """Copy ``len(data)`` bytes of device global ``name`` from ``offset`` into the
+        writable host buffer ``data``; blocking when no ``stream`` is given."""
+        return self._global_copy(program, name, offset, memoryview(data).nbytes, stream,
+                                 wait_for, False, data)
+
+    def write_global(self, program: OpenCLProgram, name: str, offset: int, data, *,
+                     stream: Any = None, wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
+        """Copy host bytes ``data`` into device global ``name`` at ``offset``."""
+        return self._global_copy(program, name, offset, memoryview(data).nbytes, stream,
+                                 wait_for, True, data)
+
+    def _private_queue(self, program: OpenCLProgram):
+        key = id(program.context), program.device.handle.int_ptr
+        with self._lock:
+            q = self._global_queues.get(key)
+            if q is None:
+                q = cl.CommandQueue(program.context, program.device.handle)
+                self._global_queues[key] = q
+            return q
+
+
+def _host_bytes(buf, offset: int, nbytes: int):
+    """A uint8 NumPy view of ``nbytes`` of a host buffer from ``offset``."""
+    if isinstance(buf, OpenCLAllocation):
+        view = buf.host_view()
+        if view is None:
+            raise exception(errc.invalid, f"{buf!r} is not host accessible")
+        buf = view
+    arr = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) \
+        else buf.reshape(-1).view(np.uint8)
+    if offset + nbytes > arr.size:
+        raise exception(errc.invalid, f"host range [{offset}, {offset + nbytes}) exceeds "
+                        f"{arr.size} bytes")
+    return arr[offset:offset + nbytes]
+
+
+def _address(buf, offset: int, nbytes: int) -> tuple[int, Any]:
+    """(address, object to keep alive) of a USM allocation or a host buffer."""
+    if isinstance(buf, OpenCLAllocation):
+        if offset + nbytes > buf.nbytes:
+            raise exception(errc.invalid, f"range [{offset}, {offset + nbytes}) exceeds {buf!r}")
+        return buf.ptr + offset, None
+    arr = _host_bytes(buf, offset, nbytes)
+    return arr.ctypes.data, arr
+
+
+def _build_log(prg, device: DeviceDescription) -> str:
+    try:
+        return (prg.get_build_info(device.handle, cl.program_build_info.LOG) or "").strip()
+    except Exception:
+        return ""

@@ -1,0 +1,363 @@
+"""The build cache: an in-process memory layer in front of an on-disk store.
+
+Keys are SHA-256 over named parts (ARCHITECTURE.md "Caching": canonical IR, target
+and options, spec-constant mode and values, property sets, versions...). Each disk
+entry carries its full key (the digest of every part) and a SHA-256 of its payload,
+and is verified on load: a truncated, corrupted or mismatched entry is ignored with a
+warning on ``logging.getLogger("pysycl.cache")`` and the caller rebuilds it. Writes go
+to a temporary file in the same directory and are published with ``os.replace``
+(atomic on POSIX and Windows), so processes sharing the directory only ever see
+complete entries; two processes may build the same entry, and the last rename wins
+with identical content.
+
+Entry file: ``b"PYSYCLC1"`` | u32 header length | JSON header | payload. JSON, never
+pickle: a cache directory is as untrusted as any other file.
+
+>>> import tempfile
+>>> c = Cache(tempfile.mkdtemp())
+>>> key = CacheKey({"ir": "module @k {}", "target": "native_cpu"})
+>>> c.get_or_build(key, lambda: b"object code")
+b'object code'
+>>> c.get(key)
+b'object code'
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Mapping
+
+from .. import config
+from ..errors import errc, exception
+
+log = logging.getLogger("pysycl.cache")
+
+_MAGIC = b"PYSYCLC1"
+_FORMAT = 1
+_MEMORY_ENTRIES = 512  # launchers and images are small; this bounds a long session
+
+
+def _digest(value: str | bytes) -> str:
+    if isinstance(value, str):
+        value = b"s" + value.encode("utf-8")
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        value = b"b" + bytes(value)
+    else:
+        raise exception(errc.invalid, f"cache key parts are str or bytes, got {type(value).__name__}")
+    return hashlib.sha256(value).hexdigest()
+
+
+class CacheKey:
+    """A cache key made of named parts; ``hexdigest`` identifies the entry.
+
+    The digest covers part names, order and values, so ``{"a": "x"}`` and
+    ``{"b": "x"}`` differ. ``diff`` names the parts that changed:
+
+    >>> old = CacheKey({"ir": "v1", "target": "cpu"})
+    >>> old.diff(CacheKey({"ir": "v2", "target": "cpu"}))
+    ["part 'ir' changed"]
+    """
+
+    __slots__ = ("parts", "hexdigest")
+
+    def __init__(self, parts: Mapping[str, str | bytes]):
+        self.parts: dict[str, str] = {str(name): _digest(value) for name, value in parts.items()}
+        self.hexdigest = self._combine(self.parts)
+
+    @staticmethod
+    def _combine(part_digests: Mapping[str, str]) -> str:
+        h = hashlib.sha256(b"pysycl-cache-key-v1\0")
+        for name, digest in part_digests.items():
+            encoded = name.encode("utf-8")
+            h.update(struct.pack("<I", len(encoded)) + encoded + bytes.fromhex(digest))
+        return h.hexdigest()
+
+    @classmethod
+    def from_part_digests(cls, part_digests: Mapping[str, str]) -> "CacheKey":
+        """Rebuild a key from stored part digests (as written in an entry header)."""
+        key = cls.__new__(cls)
+        key.parts = dict(part_digests)
+        key.hexdigest = cls._combine(key.parts)
+        return key
+
+    def diff(self, other: "CacheKey") -> list[str]:
+        """Human-readable reasons why ``other`` is a different key than ``self``."""
+        out = []
+        for name, digest in other.parts.items():
+            if name not in self.parts:
+                out.append(f"part {name!r} added")
+            elif self.parts[name] != digest:
+                out.append(f"part {name!r} changed")
+        out += [f"part {name!r} removed" for name in self.parts if name not in other.parts]
+        if not out and list(self.parts) != list(other.parts):
+            out.append("parts reordered")
+        return out
+
+    def __eq__(self, other):
+        return isinstance(other, CacheKey) and self.hexdigest == other.hexdigest
+
+    def __hash__(self):
+        return hash(self.hexdigest)
+
+    def __repr__(self):
+        return f"CacheKey({self.hexdigest[:16]}…, parts={list(self.parts)})"
+
+
+class Cache:
+    """On-disk + in-memory cache of build products (``bytes``).
+
+    ``directory`` defaults to ``config.cache_dir()``; ``enabled`` to
+    ``config.cache_enabled()`` (when disabled nothing touches the disk, but the memory
+    layer still spares rebuilding within the process).
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None, enabled: bool | None = None,
+                 memory_entries: int = _MEMORY_ENTRIES):
+        self._directory = Path(directory) if directory is not None else None
+        self._enabled = enabled
+        self._memory: OrderedDict[str, bytes] = OrderedDict()
+        self._memory_entries = memory_entries
+        self._lock = threading.Lock()          # guards _memory, _key_locks, _last_keys
+        self._key_locks: dict[str, list] = {}  # digest -> [lock, users]
+        self._last_keys: dict[str, CacheKey] = {}
+
+    @property
+    def directory(self) -> Path:
+        root = self._directory if self._directory is not None else config.cache_dir()
+        return root / f"v{_FORMAT}"
+
+    @property
+    def enabled(self) -> bool:
+        return config.cache_enabled() if self._enabled is None else self._enabled
+
+    def _path(self, key: CacheKey) -> Path:
+        return self.directory / key.hexdigest[:2] / f"{key.hexdigest}.bin"
+
+    # -- memory layer --
+    def _memory_get(self, digest: str) -> bytes | None:
+        with self._lock:
+            value = self._memory.get(digest)
+            if value is not None:
+                self._memory.move_to_end(digest)
+            return value
+
+    def _memory_put(self, digest: str, value: bytes) -> None:
+        with self._lock:
+            self._memory[digest] = value
+            self._memory.move_to_end(digest)
+            while len(self._memory) > self._memory_entries:
+                self._memory.popitem(last=False)
+
+    # -- disk layer --
+    def _disk_get(self, key: CacheKey) -> bytes | None:
+        if not self.enabled:
+            return None
+        path = self._path(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            log.warning("cache entry %s unreadable (%s); rebuilding", path, e)
+            return None
+        payload, reason = _decode_entry(raw, key)
+        if reason is not None:
+            log.warning("ignoring cache entry %s: %s; it will be rebuilt", path, reason)
+        return payload
+
+    def _disk_put(self, key: CacheKey, value: bytes) -> None:
+        if not self.enabled:
+            return
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(_encode_entry(key, value))
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError as e:  # a read-only or full disk must not fail a build
+            log.warning("could not write cache entry %s: %s", path, e)
+
+    # -- public --
+    def get(self, key: CacheKey) -> bytes | None:
+        """The cached value or ``None`` (memory first, then disk)."""
+        value = self._memory_get(key.hexdigest)
+        if value is None:
+            value = self._disk_get(key)
+            if value is not None:
+                self._memory_put(key.hexdigest, value)
+        return value
+
+    def put(self, key: CacheKey, value: bytes) -> None:
+        """Store ``value`` in memory and (atomically) on disk."""
+        if not isinstance(value, (bytes, bytearray)):
+            raise exception(errc.invalid, f"cache values are bytes, got {type(value).__name__}")
+        value = bytes(value)
+        self._memory_put(key.hexdigest, value)
+        self._disk_put(key, value)
+
+    def get_or_build(self, key: CacheKey, build_fn: Callable[[], bytes],
+                     label: str | None = None) -> bytes:
+        """The cached value, or ``build_fn()`` stored and returned.
+
+        Threads asking for one key at once build it once: the first takes the key's
+        lock and builds, the others wait and then find the value. ``label`` names the
+        thing built (``"kernel mod.conv for native_cpu"``); on a miss the parts that
+        changed since the last key seen for that label are logged.
+        """
+        value = self._memory_get(key.hexdigest)
+        if value is not None:
+            return value
+        lock = self._acquire_key_lock(key.hexdigest)
+        try:
+            with lock:
+                value = self.get(key)
+                if value is not None:
+                    return value
+                self._log_miss(key, label)
+                value = build_fn()
+                self.put(key, value)
+                return bytes(value)
+        finally:
+            self._release_key_lock(key.hexdigest)
+
+    def _acquire_key_lock(self, digest: str) -> threading.Lock:
+        with self._lock:
+            slot = self._key_locks.setdefault(digest, [threading.Lock(), 0])
+            slot[1] += 1
+            return slot[0]
+
+    def _release_key_lock(self, digest: str) -> None:
+        with self._lock:
+            slot = self._key_locks[digest]
+            slot[1] -= 1
+            if slot[1] == 0:  # nobody waits: drop it so the dict stays small
+                del self._key_locks[digest]
+
+    def _log_miss(self, key: CacheKey, label: str | None) -> None:
+        if label is None:
+            log.debug("cache miss for key %s", key.hexdigest[:16])
+            return
+        with self._lock:
+            previous = self._last_keys.get(label)
+            self._last_keys[label] = key
+        if previous is None:
+            log.debug("cache miss for %s: not built before", label)
+        else:
+            log.info("cache miss for %s: %s", label, ", ".join(previous.diff(key)) or "new key")
+
+    def info(self) -> dict:
+        """``{"entries": n, "bytes": total, "path": str}`` of the disk store."""
+        entries = total = 0
+        root = self.directory
+        if root.is_dir():
+            for path in root.glob("*/*.bin"):
+                try:
+                    total += path.stat().st_size
+                    entries += 1
+                except OSError:  # removed by another process meanwhile
+                    pass
+        return {"entries": entries, "bytes": total, "path": str(root)}
+
+    def clear(self) -> int:
+        """Remove every entry (and stray temporary files); returns entries removed."""
+        with self._lock:
+            self._memory.clear()
+            self._last_keys.clear()
+        removed = 0
+        root = self.directory
+        if root.is_dir():
+            for path in list(root.glob("*/*")):
+                if path.suffix == ".bin" or path.name.startswith(".tmp-"):
+                    try:
+                        path.unlink()
+                        removed += path.suffix == ".bin"
+                    except OSError:
+                        pass
+            for sub in root.iterdir():
+                try:
+                    sub.rmdir()  # only succeeds when empty
+                except OSError:
+                    pass
+        return removed
+
+
+def _encode_entry(key: CacheKey, payload: bytes) -> bytes:
+    header = json.dumps({
+        "format": _FORMAT,
+        "key": key.hexdigest,
+        "parts": key.parts,
+        "size": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }, sort_keys=True).encode("utf-8")
+    return _MAGIC + struct.pack("<I", len(header)) + header + payload
+
+
+def _decode_entry(raw: bytes, key: CacheKey) -> tuple[bytes | None, str | None]:
+    """``(payload, None)`` if ``raw`` is a valid entry for ``key``, else ``(None, reason)``."""
+    if len(raw) < len(_MAGIC) + 4 or raw[:len(_MAGIC)] != _MAGIC:
+        return None, "not a pysycl cache entry (bad magic or truncated)"
+    (hlen,) = struct.unpack_from("<I", raw, len(_MAGIC))
+    start = len(_MAGIC) + 4
+    if hlen > len(raw) - start:
+        return None, "truncated header"
+    try:
+        header = json.loads(raw[start:start + hlen].decode("utf-8"))
+        stored_parts = header["parts"]
+        size, checksum, stored_key = header["size"], header["sha256"], header["key"]
+        if not isinstance(stored_parts, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in stored_parts.items()):
+            raise TypeError("parts")
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None, "unreadable header"
+    if header.get("format") != _FORMAT:
+        return None, f"format {header.get('format')!r} is not {_FORMAT}"
+    if stored_key != key.hexdigest or stored_parts != key.parts:
+        try:
+            changes = CacheKey.from_part_digests(stored_parts).diff(key)
+        except ValueError:
+            changes = []
+        return None, "key mismatch (" + (", ".join(changes) or "digest differs") + ")"
+    payload = raw[start + hlen:]
+    if len(payload) != size:
+        return None, f"truncated payload ({len(payload)} of {size} bytes)"
+    if hashlib.sha256(payload).hexdigest() != checksum:
+        return None, "payload checksum mismatch"
+    return payload, None
+
+
+_default: Cache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> Cache:
+    """The process-wide cache (directory and switch read from ``config`` on each use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Cache()
+        return _default
+
+
+def cache_info() -> dict:
+    """``pysycl cache info``: entries, bytes and path of the default cache."""
+    return default_cache().info()
+
+
+def cache_clear() -> int:
+    """``pysycl cache clear``: empty the default cache; returns entries removed."""
+    return default_cache().clear()

@@ -1,0 +1,45 @@
+"""The ``pysycl`` command: ``ls``, ``demo``, ``compile``, ``inspect``, ``cache``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pysycl", description="SYCL 2020 kernels from Python")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("ls", help="list devices (like sycl-ls)").add_argument(
+        "--verbose", "-v", action="store_true")
+
+    demo = sub.add_parser("demo", help="3x3 convolution with specialization constants")
+    demo.add_argument("--size", type=int, default=2048, help="image side (default 2048)")
+    demo.add_argument("--device", default=None, help="a PYSYCL_DEVICE_SELECTOR string")
+
+    comp = sub.add_parser("compile", help="compile Python modules into a kernel bundle file")
+    comp.add_argument("sources", nargs="+", help="FILE.py or module name")
+    comp.add_argument("--target", default="native_cpu",
+                      help="comma list: native_cpu, spirv64, nvptx64-sm_90")
+    comp.add_argument("--state", choices=("object", "executable"), default="executable")
+    comp.add_argument("-o", "--output", required=True)
+
+    sub.add_parser("inspect", help="show a bundle file").add_argument("file")
+
+    cache = sub.add_parser("cache", help="inspect or empty the kernel cache")
+    cache.add_argument("action", choices=("info", "clear"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = getattr(commands, "cmd_" + args.command)
+    try:
+        return handler(args) or 0
+    except BrokenPipeError:  # `pysycl inspect f | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
