@@ -70,3 +70,14 @@ def opencl_pypi_runtime() -> bool:
 def spirv_tools_dir() -> str | None:
     """``PYSYCL_SPIRV_TOOLS``: folder holding ``spirv-val``/``spirv-dis``; default: ``PATH``."""
     return os.environ.get("PYSYCL_SPIRV_TOOLS") or None
+
+
+def cuda_home() -> str | None:
+    """Root of a CUDA toolkit (``CUDA_HOME``, else ``CUDA_PATH``), where libdevice may be."""
+    return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or None
+
+
+def cuda_compile_in_worker() -> bool:
+    """``PYSYCL_CUDA_COMPILE_WORKER=0`` compiles PTX in this process (faster first compile;
+    an LLVM assertion then ends the program instead of raising ``errc.build``)."""
+    return os.environ.get("PYSYCL_CUDA_COMPILE_WORKER", "1") not in ("0", "false", "off", "no")

@@ -75,6 +75,10 @@ class BitBytes(bytes):
             return NotImplemented
         return bytes(self) == bytes(other) and self.bit_size == _bit_size(other)
 
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
     def __hash__(self):
         return hash((bytes(self), self.bit_size))
 
@@ -387,13 +391,15 @@ def _leaves(dtype, offset: int, out: list, next_id: list[int], name: str) -> Non
     if dtype.names is not None:
         fields = [(dtype.fields[f][0], dtype.fields[f][1]) for f in dtype.names]
         end = 0
-        for ftype, foff in sorted(fields, key=lambda f: f[1]):
+        for ftype, foff in fields:
+            # A C struct's members ascend in declaration order without overlap; NumPy
+            # can express unions and shuffled offsets, which no C++ type matches.
             if foff < end:
-                raise exception(errc.invalid, f"spec constant {name}: overlapping struct fields "
-                                              "(unions) cannot be specialization constants")
+                raise exception(errc.invalid, f"spec constant {name}: struct fields overlap or "
+                                              "are not in ascending offset order")
             end = foff + ftype.itemsize
         cursor = 0
-        for ftype, foff in fields:  # declaration order, as DPC++ walks the LLVM struct
+        for ftype, foff in fields:
             if foff > cursor:
                 out.append((PADDING_LEAF_ID, offset + cursor, foff - cursor))
             _leaves(ftype, offset + foff, out, next_id, name)

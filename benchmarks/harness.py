@@ -1,0 +1,98 @@
+"""Timing, result checking and reporting shared by every benchmark.
+
+Times are medians of repeated runs after a warm-up (the first call builds); every
+implementation's output is checked against NumPy before its time is reported, and a
+wrong answer is reported as such, never timed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Measurement:
+    workload: str
+    device: str
+    impl: str          # "pysycl", "pysycl (literal)", "numba", "opencl-c (#define)", ...
+    seconds: float | None
+    ok: bool
+    note: str = ""
+    is_pysycl: bool = False
+    is_floor: bool = False
+
+
+def median_time(fn: Callable[[], object], repeat: int = 7, warmup: int = 1,
+                min_time: float = 0.0) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    deadline = time.perf_counter() + min_time
+    while len(times) < repeat or time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) > 1000:
+            break
+    return statistics.median(times)
+
+
+def check(result, expected, rtol=1e-4, atol=1e-4) -> bool:
+    return bool(np.allclose(np.asarray(result), np.asarray(expected), rtol=rtol, atol=atol))
+
+
+class Report:
+    def __init__(self):
+        self.rows: list[Measurement] = []
+
+    def add(self, m: Measurement) -> None:
+        self.rows.append(m)
+        t = f"{m.seconds * 1e3:10.3f} ms" if m.seconds is not None else "       -    "
+        status = "ok" if m.ok else "WRONG"
+        print(f"  {m.workload:<28} {m.impl:<28} {t}  {status} {m.note}", flush=True)
+
+    def run(self, workload: str, device: str, impl: str, fn: Callable[[], object],
+            expected, *, is_pysycl=False, is_floor=False, rtol=1e-4, atol=1e-4, repeat=7,
+            note="") -> Measurement:
+        try:
+            out = fn()
+            ok = True if expected is None else check(out, expected, rtol, atol)
+            seconds = median_time(fn, repeat=repeat, warmup=0) if ok else None
+        except Exception as e:  # a peer or a pysycl failure is reported, not fatal
+            ok, seconds, note = False, None, f"{type(e).__name__}: {e}"[:120]
+        m = Measurement(workload, device, impl, seconds, ok, note, is_pysycl, is_floor)
+        self.add(m)
+        return m
+
+    def table(self) -> str:
+        lines = ["| workload | device | pysycl | best peer | pysycl / best peer | vs memory floor |",
+                 "|---|---|---|---|---|---|"]
+        groups: dict[tuple[str, str], list[Measurement]] = {}
+        for m in self.rows:
+            groups.setdefault((m.workload, m.device), []).append(m)
+        for (wl, dev), ms in groups.items():
+            ours = [m for m in ms if m.is_pysycl and m.ok and m.seconds]
+            peers = [m for m in ms if not m.is_pysycl and not m.is_floor and m.ok and m.seconds]
+            floor = [m for m in ms if m.is_floor and m.seconds]
+            for o in ours:
+                best = min(peers, key=lambda m: m.seconds) if peers else None
+                ratio = f"{o.seconds / best.seconds:.2f}x" if best else "-"
+                fl = f"{o.seconds / floor[0].seconds:.2f}x" if floor else "-"
+                peer = f"{best.impl} {best.seconds * 1e3:.3f} ms" if best else "-"
+                lines.append(f"| {wl} | {dev} | {o.impl} {o.seconds * 1e3:.3f} ms | {peer} "
+                             f"| {ratio} | {fl} |")
+        return "\n".join(lines)
+
+    def write_json(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.platform(),
+               "processor": platform.processor(),
+               "rows": [dataclasses.asdict(m) for m in self.rows]}
+        path.write_text(json.dumps(doc, indent=1))

@@ -1,0 +1,120 @@
+"""The benchmark workloads as pysycl kernels (the same algorithms as the peers)."""
+from __future__ import annotations
+
+import numpy as np
+
+import pysycl as sycl
+
+f32 = np.float32
+coeff_id = sycl.specialization_id(np.dtype((np.float32, (3, 3))))
+ntaps_id = sycl.specialization_id(np.int32, 16)
+TILE = 16
+WG = 256
+
+
+@sycl.kernel
+def conv3x3_spec(it: sycl.item[2], h: sycl.kernel_handler,
+                 inp: sycl.accessor[f32, 2, sycl.read_only],
+                 out: sycl.accessor[f32, 2, sycl.write_only]):
+    coeff = h.get_specialization_constant(coeff_id)
+    rows = inp.get_range(0)
+    cols = inp.get_range(1)
+    acc = f32(0)
+    for i in range(-1, 2):
+        r = it.get_id(0) + i
+        if r >= 0 and r < rows:
+            for j in range(-1, 2):
+                c = it.get_id(1) + j
+                if c >= 0 and c < cols:
+                    acc += coeff[i + 1][j + 1] * inp[r, c]
+    out[it] = acc
+
+
+@sycl.kernel
+def conv3x3_args(it: sycl.item[2], coeff: sycl.global_ptr[f32],
+                 inp: sycl.accessor[f32, 2, sycl.read_only],
+                 out: sycl.accessor[f32, 2, sycl.write_only]):
+    rows = inp.get_range(0)
+    cols = inp.get_range(1)
+    acc = f32(0)
+    for i in range(-1, 2):
+        r = it.get_id(0) + i
+        if r >= 0 and r < rows:
+            for j in range(-1, 2):
+                c = it.get_id(1) + j
+                if c >= 0 and c < cols:
+                    acc += coeff[(i + 1) * 3 + j + 1] * inp[r, c]
+    out[it] = acc
+
+
+@sycl.kernel
+def fir_spec(it: sycl.item[1], h: sycl.kernel_handler, x: sycl.global_ptr[f32],
+             taps: sycl.global_ptr[f32], y: sycl.global_ptr[f32]):
+    ntaps = h.get_specialization_constant(ntaps_id)
+    i = it.get_id(0)
+    acc = f32(0)
+    for k in range(ntaps):
+        acc += taps[k] * x[i + k]
+    y[i] = acc
+
+
+@sycl.kernel
+def fir_args(it: sycl.item[1], x: sycl.global_ptr[f32], taps: sycl.global_ptr[f32],
+             y: sycl.global_ptr[f32], ntaps: np.int32):
+    i = it.get_id(0)
+    acc = f32(0)
+    for k in range(ntaps):
+        acc += taps[k] * x[i + k]
+    y[i] = acc
+
+
+@sycl.kernel
+def saxpy(it: sycl.item[1], a: f32, x: sycl.global_ptr[f32], y: sycl.global_ptr[f32]):
+    i = it.get_id(0)
+    y[i] = a * x[i] + y[i]
+
+
+@sycl.kernel
+def empty(it: sycl.item[1], a: sycl.global_ptr[f32], b: sycl.global_ptr[f32]):
+    pass
+
+
+@sycl.kernel
+def reduce_sum(nd: sycl.nd_item[1], x: sycl.global_ptr[f32], total: sycl.global_ptr[f32],
+               scratch: sycl.local_accessor[f32, 1]):
+    lid = nd.get_local_id(0)
+    scratch[lid] = x[nd.get_global_id(0)]
+    stride = nd.get_local_range(0) // 2
+    while stride > 0:
+        sycl.group_barrier(nd.get_group())
+        if lid < stride:
+            scratch[lid] += scratch[lid + stride]
+        stride //= 2
+    if lid == 0:
+        sycl.atomic_ref(total, 0).fetch_add(scratch[0])
+
+
+@sycl.kernel
+def histogram(it: sycl.item[1], x: sycl.global_ptr[np.int32], bins: sycl.global_ptr[np.int32],
+              nbins: np.int32):
+    b = x[it.get_id(0)] % nbins
+    sycl.atomic_ref(bins, b).fetch_add(np.int32(1))
+
+
+@sycl.kernel
+def matmul_tiled(nd: sycl.nd_item[2], a: sycl.global_ptr[f32], b: sycl.global_ptr[f32],
+                 c: sycl.global_ptr[f32], n: np.int64,
+                 ta: sycl.local_accessor[f32, 2], tb: sycl.local_accessor[f32, 2]):
+    row = nd.get_global_id(0)
+    col = nd.get_global_id(1)
+    lr = nd.get_local_id(0)
+    lc = nd.get_local_id(1)
+    acc = f32(0)
+    for t in range(n // TILE):
+        ta[lr, lc] = a[row * n + t * TILE + lc]
+        tb[lr, lc] = b[(t * TILE + lr) * n + col]
+        sycl.group_barrier(nd.get_group())
+        for k in range(TILE):
+            acc += ta[lr, k] * tb[k, lc]
+        sycl.group_barrier(nd.get_group())
+    c[row * n + col] = acc

@@ -1,0 +1,232 @@
+"""The workloads: each runs pysycl and the installed peers on the same data in one run."""
+from __future__ import annotations
+
+import numpy as np
+
+import pysycl as sycl
+
+from . import kernels as K
+from . import peers_numba, peers_opencl
+from .harness import Report, median_time
+
+RNG = np.random.default_rng(2020)
+
+
+def _usm(q, host: np.ndarray):
+    a = sycl.malloc_shared(host.shape, host.dtype, q)
+    np.asarray(a)[...] = host
+    return a
+
+
+def _copy_floor(report: Report, workload: str, dev: str, src: np.ndarray) -> None:
+    dst = np.empty_like(src)
+    report.run(workload, dev, "memory floor (np.copyto)", lambda: np.copyto(dst, src), None,
+               is_floor=True)
+
+
+def conv3x3(report: Report, q, n: int, opencl_ctx=None) -> None:
+    dev = q.get_device().name
+    img = RNG.standard_normal((n, n), dtype=np.float32)
+    coeff = RNG.standard_normal((3, 3), dtype=np.float32)
+    padded = np.pad(img, 1)
+    expected = sum(coeff[i, j] * padded[i:i + n, j:j + n] for i in range(3) for j in range(3))
+    wl = f"conv3x3 {n}x{n}"
+    out = np.empty_like(img)
+    b_in, b_out = sycl.buffer(img), sycl.buffer(out)
+    d_coeff = _usm(q, coeff.ravel())
+
+    def run_args():
+        def cgf(cgh):
+            cgh.parallel_for(sycl.range(n, n), K.conv3x3_args, d_coeff,
+                             sycl.accessor(b_in, cgh, sycl.read_only),
+                             sycl.accessor(b_out, cgh, sycl.write_only, sycl.no_init))
+        q.submit(cgf).wait()
+        with sycl.host_accessor(b_out, sycl.read_only) as v:
+            return np.array(v) if run_args.check else None
+    run_args.check = True
+
+    def run_spec(bundle=None):
+        def cgf(cgh):
+            if bundle is None:
+                cgh.set_specialization_constant(K.coeff_id, coeff)
+            else:
+                cgh.use_kernel_bundle(bundle)
+            cgh.parallel_for(sycl.range(n, n), K.conv3x3_spec,
+                             sycl.accessor(b_in, cgh, sycl.read_only),
+                             sycl.accessor(b_out, cgh, sycl.write_only, sycl.no_init))
+        q.submit(cgf).wait()
+        with sycl.host_accessor(b_out, sycl.read_only) as v:
+            return np.array(v)
+
+    report.run(wl, dev, "pysycl (args)", run_args, expected, is_pysycl=True)
+    report.run(wl, dev, "pysycl (literal spec const)", run_spec, expected, is_pysycl=True)
+    kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
+                                kernel_ids=[sycl.get_kernel_id(K.conv3x3_spec)])
+    kb.set_specialization_constant(K.coeff_id, coeff)
+    emulated = sycl.build(kb, properties=sycl.properties(sycl.spec_constant_lowering("emulated")))
+    report.run(wl, dev, "pysycl (emulated spec const)", lambda: run_spec(emulated), expected,
+               is_pysycl=True)
+    if peers_numba.available():
+        nout = np.empty_like(img)
+        report.run(wl, dev, "numba parallel",
+                   lambda: (peers_numba.conv3x3(img, coeff, nout), nout)[1], expected)
+    if opencl_ctx is not None:
+        _opencl_conv(report, wl, opencl_ctx, img, coeff, expected)
+    _copy_floor(report, wl, dev, img)
+    b_in.close(); b_out.close(); sycl.free(d_coeff, q)
+
+
+def _opencl_conv(report, wl, ctx, img, coeff, expected):
+    import pyopencl as cl
+
+    cq = cl.CommandQueue(ctx)
+    n = img.shape[0]
+    mf = cl.mem_flags
+    d_in = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=img)
+    d_out = cl.Buffer(ctx, mf.WRITE_ONLY, img.nbytes)
+    d_co = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=coeff.ravel())
+    out = np.empty_like(img)
+    p_args = peers_opencl.build(ctx, peers_opencl.CONV_SRC)
+    p_lit = peers_opencl.build(ctx, peers_opencl.CONV_SRC,
+                               {"LITERAL": None, "COEFFS": peers_opencl.coeff_literal(coeff)})
+    dev = ctx.devices[0].name
+
+    def run(prg, literal):
+        args = (d_in, d_out, np.int32(n), np.int32(n)) + (() if literal else (d_co,))
+        prg.conv3x3(cq, (n, n), None, *args)
+        cq.finish()
+        cl.enqueue_copy(cq, out, d_out)
+        return out
+    report.run(wl, "opencl " + dev, "opencl-c (args)", lambda: run(p_args, False), expected)
+    report.run(wl, "opencl " + dev, "opencl-c (#define)", lambda: run(p_lit, True), expected)
+
+
+def fir(report: Report, q, n: int, taps_counts=(7, 16, 33), opencl_ctx=None) -> None:
+    dev = q.get_device().name
+    for ntaps in taps_counts:
+        wl = f"fir {ntaps} taps, {n // (1 << 20)}M"
+        x = RNG.standard_normal(n + ntaps, dtype=np.float32)
+        taps = RNG.standard_normal(ntaps, dtype=np.float32)
+        expected = np.convolve(x, taps[::-1], mode="valid")[:n].astype(np.float32)
+        dx, dt, dy = _usm(q, x), _usm(q, taps), sycl.malloc_shared((n,), np.float32, q)
+
+        def run_spec():
+            def cgf(cgh):
+                cgh.set_specialization_constant(K.ntaps_id, np.int32(ntaps))
+                cgh.parallel_for(sycl.range(n), K.fir_spec, dx, dt, dy)
+            q.submit(cgf).wait()
+            return np.asarray(dy)
+
+        def run_args():
+            q.parallel_for(sycl.range(n), K.fir_args, dx, dt, dy, np.int32(ntaps)).wait()
+            return np.asarray(dy)
+        report.run(wl, dev, "pysycl (literal spec const)", run_spec, expected, is_pysycl=True,
+                   rtol=1e-3, atol=1e-3)
+        report.run(wl, dev, "pysycl (runtime arg)", run_args, expected, is_pysycl=True,
+                   rtol=1e-3, atol=1e-3)
+        if peers_numba.available():
+            ny = np.empty(n, np.float32)
+            report.run(wl, dev, "numba parallel",
+                       lambda: (peers_numba.fir(x, taps, ny, ntaps), ny)[1], expected,
+                       rtol=1e-3, atol=1e-3)
+        if opencl_ctx is not None:
+            _opencl_fir(report, wl, opencl_ctx, x, taps, n, ntaps, expected)
+        for a in (dx, dt, dy):
+            sycl.free(a, q)
+
+
+def _opencl_fir(report, wl, ctx, x, taps, n, ntaps, expected):
+    import pyopencl as cl
+
+    cq = cl.CommandQueue(ctx)
+    mf = cl.mem_flags
+    d_x = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+    d_t = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=taps)
+    d_y = cl.Buffer(ctx, mf.WRITE_ONLY, n * 4)
+    y = np.empty(n, np.float32)
+    p_arg = peers_opencl.build(ctx, peers_opencl.FIR_SRC)
+    p_def = peers_opencl.build(ctx, peers_opencl.FIR_SRC, {"NTAPS": ntaps})
+    dev = "opencl " + ctx.devices[0].name
+
+    def run(prg, define):
+        args = (d_x, d_t, d_y) + (() if define else (np.int32(ntaps),))
+        prg.fir(cq, (n,), None, *args)
+        cq.finish()
+        cl.enqueue_copy(cq, y, d_y)
+        return y
+    report.run(wl, dev, "opencl-c (runtime arg)", lambda: run(p_arg, False), expected,
+               rtol=1e-3, atol=1e-3)
+    report.run(wl, dev, "opencl-c (#define)", lambda: run(p_def, True), expected,
+               rtol=1e-3, atol=1e-3)
+
+
+def saxpy(report: Report, q, n: int) -> None:
+    dev = q.get_device().name
+    x = RNG.standard_normal(n, dtype=np.float32)
+    y0 = RNG.standard_normal(n, dtype=np.float32)
+    a = np.float32(2.5)
+    dx, dy = _usm(q, x), _usm(q, y0)
+    wl = f"saxpy {n // (1 << 20)}M"
+
+    def run():
+        np.asarray(dy)[...] = y0
+        q.parallel_for(sycl.range(n), K.saxpy, a, dx, dy).wait()
+        return np.asarray(dy)
+    report.run(wl, dev, "pysycl", run, a * x + y0, is_pysycl=True)
+    ny = np.empty_like(y0)
+    report.run(wl, dev, "numpy", lambda: np.add(a * x, y0, out=ny), a * x + y0)
+    if peers_numba.available():
+        def nb():
+            ny[...] = y0
+            peers_numba.saxpy(a, x, ny)
+            return ny
+        report.run(wl, dev, "numba parallel", nb, a * x + y0)
+    _copy_floor(report, wl, dev, x)
+    sycl.free(dx, q); sycl.free(dy, q)
+
+
+def launch_overhead(report: Report, q, launches: int = 10_000) -> None:
+    dev = q.get_device().name
+    a = sycl.malloc_shared((16,), np.float32, q)
+    b = sycl.malloc_shared((16,), np.float32, q)
+    q.parallel_for(sycl.range(1), K.empty, a, b).wait()   # build once
+    sync = median_time(lambda: q.parallel_for(sycl.range(1), K.empty, a, b).wait(),
+                       repeat=2000, warmup=100)
+    report.add(_m("launch: submit + wait", dev, "pysycl", sync))
+
+    def burst():
+        for _ in range(launches):
+            q.parallel_for(sycl.range(1), K.empty, a, b)
+        q.wait()
+    report.add(_m(f"launch: async x{launches} (per launch)", dev, "pysycl",
+                  median_time(burst, repeat=3, warmup=1) / launches))
+    sycl.free(a, q); sycl.free(b, q)
+
+
+def opencl_launch_overhead(report: Report, ctx, launches: int = 10_000) -> None:
+    import pyopencl as cl
+
+    cq = cl.CommandQueue(ctx)
+    prg = peers_opencl.build(ctx, peers_opencl.SAXPY_SRC)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+    k = prg.empty
+    k.set_args(buf, buf)
+    dev = "opencl " + ctx.devices[0].name
+
+    def one():
+        cl.enqueue_nd_range_kernel(cq, k, (1,), None)
+        cq.finish()
+    report.add(_m("launch: submit + wait", dev, "opencl-c via pyopencl",
+                  median_time(one, repeat=2000, warmup=100), peer=True))
+
+    def burst():
+        for _ in range(launches):
+            cl.enqueue_nd_range_kernel(cq, k, (1,), None)
+        cq.finish()
+    report.add(_m(f"launch: async x{launches} (per launch)", dev, "opencl-c via pyopencl",
+                  median_time(burst, repeat=3, warmup=1) / launches, peer=True))
+
+
+def _m(workload, dev, impl, seconds, peer=False):
+    from .harness import Measurement
+    return Measurement(workload, dev, impl, seconds, True, is_pysycl=not peer)

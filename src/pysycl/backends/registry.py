@@ -1,0 +1,197 @@
+"""The one place that names concrete backends: drivers for the runtime, compilers for bundles.
+
+Backends are imported lazily, on the first question asked of them. ``native_cpu`` is
+always there; ``opencl`` and ``cuda`` join only when their driver module imports and
+``discover()`` finds a device. Any failure of an optional backend (missing package, no
+driver library, a broken ICD) is logged and the backend is left out: it never breaks
+``import pysycl``.
+
+>>> from pysycl.backends import registry
+>>> registry.get_driver("native_cpu").name
+'native_cpu'
+>>> [d.backend for d in registry.all_devices()][:1]
+['native_cpu']
+>>> registry.get_compiler("native_cpu").target.name      # doctest: +SKIP
+'native_cpu'
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import threading
+from .base import Compiler, DeviceDescription, Driver, Target
+from ..errors import errc, exception
+
+log = logging.getLogger(__name__)
+
+# Backend order is also the order of platforms and devices: native_cpu first because it
+# is always present; selectors, not this order, decide the default device.
+BACKENDS = ("native_cpu", "opencl", "cuda")
+_OPTIONAL = frozenset({"opencl", "cuda"})
+_PACKAGE = "pysycl.backends"
+
+_lock = threading.RLock()
+_drivers: dict[str, Driver | None] = {}
+_devices: dict[str, list[DeviceDescription]] = {}
+_compilers: dict[str, Compiler] = {}
+
+
+def _find_subclass(module, base: type) -> type | None:
+    """The one subclass of ``base`` defined in ``module`` (a backend's convention)."""
+    found = [obj for obj in vars(module).values()
+             if inspect.isclass(obj) and issubclass(obj, base) and obj is not base
+             and obj.__module__ == module.__name__ and not inspect.isabstract(obj)]
+    return found[0] if len(found) == 1 else None
+
+
+def _load_driver(name: str) -> Driver | None:
+    """Import and construct backend ``name``'s driver, or None when it cannot load."""
+    try:
+        module = importlib.import_module(f"{_PACKAGE}.{name}.driver")
+        factory = getattr(module, "create_driver", None) or _find_subclass(module, Driver)
+        if factory is None:
+            log.warning("backend %s: driver.py defines no Driver subclass", name)
+            return None
+        driver = factory()
+        devices = list(driver.discover())
+    except Exception as e:  # an optional backend must never break pysycl
+        if name not in _OPTIONAL:
+            raise
+        log.info("backend %s unavailable: %s: %s", name, type(e).__name__, e)
+        return None
+    if not devices and name in _OPTIONAL:
+        log.info("backend %s: no devices", name)
+        return None
+    _devices[name] = devices
+    return driver
+
+
+def get_driver(name: str) -> Driver:
+    """The driver of backend ``name``; ``errc.platform`` if it is unknown or absent here.
+
+    >>> get_driver("native_cpu").name
+    'native_cpu'
+    """
+    name = getattr(name, "name", name)  # accept a sycl.backend member
+    if name not in BACKENDS:
+        raise exception(errc.platform, f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    driver = _drivers.get(name, ...)
+    if driver is ...:
+        with _lock:
+            driver = _drivers.get(name, ...)
+            if driver is ...:
+                driver = _drivers[name] = _load_driver(name)
+    if driver is None:
+        raise exception(errc.platform, f"backend {name!r} is not available on this machine")
+    return driver
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that loaded and have devices, in platform order."""
+    out = []
+    for name in BACKENDS:
+        try:
+            get_driver(name)
+        except exception:
+            continue
+        out.append(name)
+    return out
+
+
+def devices_of(name: str) -> list[DeviceDescription]:
+    """Devices of one backend (empty when the backend is absent)."""
+    try:
+        get_driver(name)
+    except exception:
+        return []
+    return list(_devices.get(name, ()))
+
+
+def all_devices() -> list[DeviceDescription]:
+    """Every device of every available backend, in platform order.
+
+    >>> all_devices()[0].backend
+    'native_cpu'
+    """
+    return [d for name in BACKENDS for d in devices_of(name)]
+
+
+# Compilers --------------------------------------------------------------------------
+def backend_of_target(target_name: str) -> str:
+    """Which backend compiles a target: ``"spirv64v1.2"`` -> ``"opencl"``.
+
+    >>> backend_of_target("nvptx64-sm_90")
+    'cuda'
+    """
+    if target_name.startswith("native_cpu"):
+        return "native_cpu"
+    if target_name.startswith("spirv"):
+        return "opencl"
+    if target_name.startswith(("nvptx", "ptx", "sm_")):
+        return "cuda"
+    raise exception(errc.invalid, f"unknown code-generation target {target_name!r}")
+
+
+def get_target(target_name: str) -> Target:
+    """The :class:`Target` named ``target_name``, from the backend's ``target.py``.
+
+    A target module may define ``target_for_name(name)``; otherwise a module-level
+    ``Target`` whose ``name`` matches is used.
+    """
+    backend = backend_of_target(target_name)
+    module = importlib.import_module(f"{_PACKAGE}.{backend}.target")
+    finder = getattr(module, "target_for_name", None)
+    if finder is not None:
+        target = finder(target_name)
+        if target is not None:
+            return target
+    for value in vars(module).values():
+        if isinstance(value, Target) and value.name == target_name:
+            return value
+    if backend == "opencl" and target_name.startswith("spirv64v"):
+        major, minor = target_name[len("spirv64v"):].split(".")
+        return module.spirv_target((int(major), int(minor)))
+    if backend == "native_cpu" and hasattr(module, "host_target"):
+        return module.host_target()
+    raise exception(errc.invalid, f"backend {backend} has no target {target_name!r}")
+
+
+def get_compiler(target_name: str) -> Compiler:
+    """The (cached, thread-safe) compiler of a target; needs no device.
+
+    A backend's ``compiler.py`` may define ``compiler_for(target_name)``; otherwise its
+    one ``Compiler`` subclass is built with ``target=get_target(target_name)``.
+    """
+    compiler = _compilers.get(target_name)
+    if compiler is not None:
+        return compiler
+    with _lock:
+        compiler = _compilers.get(target_name)
+        if compiler is None:
+            backend = backend_of_target(target_name)
+            try:
+                module = importlib.import_module(f"{_PACKAGE}.{backend}.compiler")
+            except ImportError as e:
+                raise exception(errc.feature_not_supported,
+                                f"no compiler for target {target_name!r}: {e}") from None
+            factory = getattr(module, "compiler_for", None)
+            if factory is not None:
+                compiler = factory(target_name)
+            else:
+                cls = _find_subclass(module, Compiler)
+                if cls is None:
+                    raise exception(errc.feature_not_supported,
+                                    f"backend {backend} defines no Compiler")
+                compiler = cls(target=get_target(target_name))
+            _compilers[target_name] = compiler
+    return compiler
+
+
+def reset() -> None:
+    """Forget loaded drivers and compilers (tests that change the environment)."""
+    with _lock:
+        _drivers.clear()
+        _devices.clear()
+        _compilers.clear()
+

@@ -1,0 +1,117 @@
+"""Per-target hooks. ``backends/<name>/lowering.py`` subclasses :class:`TargetLowering`
+and overrides only what differs (STYLE.md 3): work-item builtins, barriers, math,
+atomics' memory scopes, address-space numbers, hidden parameters, and how a kernel is
+wrapped into the symbol the driver calls.
+
+>>> class MyLowering(TargetLowering):
+...     name = "mine"
+...     def work_item(self, ctx, query, dim): return ctx.builder.call(...)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir as ll
+
+from ..ir.core import Function, Op
+from . import types as lt
+from .context import RULES, LoweringContext, Rule
+
+# SYCL memory_order -> LLVM atomic ordering (SYCL 2020 3.8.3.1).
+ORDERINGS = {"relaxed": "monotonic", "acquire": "acquire", "release": "release",
+             "acq_rel": "acq_rel", "seq_cst": "seq_cst"}
+# cmpxchg's failure ordering may not release (LangRef "cmpxchg").
+FAILURE_ORDERINGS = {"monotonic": "monotonic", "acquire": "acquire", "release": "monotonic",
+                     "acq_rel": "acquire", "seq_cst": "seq_cst"}
+
+
+class TargetLowering:
+    """Default hooks; a target must at least provide ``work_item`` and ``wrap_kernel``."""
+
+    name = "generic"
+    #: IR address space name -> LLVM address space number.
+    addrspaces: dict[str, int] = {"private": 0, "global": 0, "local": 0, "constant": 0,
+                                  "generic": 0}
+    #: Ops this target cannot lower by design, with the reason (listed by the rule-coverage test).
+    unsupported: dict[str, str] = {}
+
+    def __init__(self, target: Any = None, debug: bool = False):
+        self.target = target
+        self.debug = debug
+        #: Per-target rule overrides, consulted before the shared ``RULES``.
+        self.rules: dict[str, Rule] = {}
+
+    def rule_for(self, op_name: str) -> Rule | None:
+        if op_name in self.unsupported:
+            reason = self.unsupported[op_name]
+            return lambda ctx, op: _unsupported(ctx, op, reason)
+        return self.rules.get(op_name) or RULES.get(op_name)
+
+    # Module-level ------------------------------------------------------------------
+    def prepare_module(self, llmodule: ll.Module) -> None:
+        """Set triple and data layout."""
+        if self.target is not None:
+            llmodule.triple = self.target.triple
+            llmodule.data_layout = self.target.data_layout
+
+    def hidden_params(self, fn: Function) -> list[tuple[str, ll.Type]]:
+        """Extra trailing LLVM parameters of every function (after the spec buffer), e.g.
+        the native CPU's work-item coordinates. Default: none (builtins instead)."""
+        return []
+
+    def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
+        """Remember the hidden parameters' values in ``ctx.wi``."""
+        ctx.wi = None
+
+    def hidden_args(self, ctx: LoweringContext) -> list:
+        """The hidden arguments to pass on a call from ``ctx``'s function."""
+        return []
+
+    def kernel_attributes(self, fn: Function, llfn: ll.Function) -> None:
+        """Target attributes of the lowered kernel function (calling convention ...)."""
+
+    def device_function_attributes(self, fn: Function, llfn: ll.Function) -> None:
+        """Target attributes of a lowered device function."""
+
+    def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
+        """Make what the driver calls for kernel ``fn`` (native: an entry loop nest)."""
+
+    def device_global_linkage(self) -> str:
+        return ""  # external: the driver finds device globals by symbol
+
+    # Ops -------------------------------------------------------------------------------
+    def work_item(self, ctx: LoweringContext, query: str, dim: int | None) -> ll.Value:
+        """``wi.<query>`` as i64 (``dim`` None for the linear ids)."""
+        raise ctx.error(None, f"target {self.name} has no work-item model")
+
+    def sub_group(self, ctx: LoweringContext, query: str) -> ll.Value:
+        raise ctx.error(None, f"target {self.name} has no sub-group model")
+
+    def barrier(self, ctx: LoweringContext, op: Op) -> None:
+        raise ctx.error(op, f"target {self.name} cannot lower group_barrier")
+
+    def spec_native(self, ctx: LoweringContext, op: Op) -> ll.Value:
+        raise ctx.error(op, f"target {self.name} has no native specialization constants; "
+                            "use the emulated or literal mode")
+
+    def math(self, ctx: LoweringContext, name: str, args: list, result_type) -> ll.Value | None:
+        """Override to call target math functions; None means use LLVM intrinsics."""
+        return None
+
+    def atomic_scope(self, scope: str) -> str:
+        """LLVM ``syncscope`` for a SYCL memory_scope ("" = system)."""
+        return ""
+
+
+def _unsupported(ctx: LoweringContext, op: Op, reason: str):
+    raise ctx.error(op, f"op {op.name!r} is not supported on target {ctx.lowering.name}: {reason}")
+
+
+def missing_rules(lowering: TargetLowering) -> list[str]:
+    """Catalogue ops with no rule for ``lowering`` (documented ``unsupported`` ones excluded)."""
+    from ..ir.ops import CATALOGUE
+    return sorted(n for n in CATALOGUE
+                  if n not in lowering.unsupported and lowering.rule_for(n) is None)
+
+
+__all__ = ["TargetLowering", "missing_rules", "ORDERINGS", "FAILURE_ORDERINGS", "lt"]

@@ -1,0 +1,193 @@
+"""Kernels compiled by SpirvCompiler and run through OpenCLDriver, checked with NumPy."""
+import numpy as np
+import pytest
+
+from opencl_kernels_ir import (DEVICE_GLOBAL, FLOAT_ATOMIC_SUM, INDEX_2D, LOCAL_REDUCE,
+                               SPEC_SCALE, STRUCT_SAXPY, VADD)
+from pysycl.backends.base import KernelArg, KernelArgKind
+from pysycl.backends.opencl.driver import OpenCLDriver
+from pysycl.errors import errc, exception
+
+pytestmark = pytest.mark.opencl
+rng = np.random.default_rng(1234)
+
+
+def mem(a):
+    return KernelArg(KernelArgKind.mem, a)
+
+
+def scalar(v):
+    return KernelArg(KernelArgKind.scalar, v.tobytes())
+
+
+def upload(driver, device, queue, array, kind):
+    alloc = driver.alloc(device, array.nbytes, kind)
+    driver.copy(queue, alloc, 0, memoryview(array), 0, array.nbytes).wait()
+    return alloc
+
+
+def download(driver, queue, alloc, like, wait_for=()):
+    out = np.empty_like(like)
+    driver.copy(queue, memoryview(out), 0, alloc, 0, out.nbytes, wait_for=wait_for).wait()
+    return out
+
+
+def test_discovery_describes_device(device):
+    assert device.backend == "opencl" and device.target.binary_format == "spirv"
+    assert device.device_type in device.aspects
+    assert "SPIR-V" in device.extra["il_version"]
+    assert device.max_work_group_size >= 1 and len(device.max_work_item_sizes) == 3
+
+
+@pytest.mark.parametrize("kind", ["buffer", "device", "shared", "host"])
+def test_vector_add(driver, device, queue, build, kind):
+    if kind != "buffer" and f"usm_{kind}_allocations" not in device.aspects:
+        pytest.skip(f"no {kind} USM")
+    n = 1000
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    prg = build(VADD, ["vadd"])
+    A, B = upload(driver, device, queue, a, kind), upload(driver, device, queue, b, kind)
+    O = driver.alloc(device, a.nbytes, kind)
+    ev = driver.launch(queue, prg, "vadd", [1024], [64], [mem(O), mem(A), mem(B), scalar(np.int64(n))])
+    np.testing.assert_array_equal(download(driver, queue, O, a, [ev]), a + b)
+    times = ev.profiling_ns()
+    assert times["queued"] <= times["submit"] <= times["start"] <= times["end"]
+    for x in (A, B, O):
+        driver.free(x)
+
+
+@pytest.mark.parametrize("override", [None, 1000, -7])
+def test_spec_constant_override(driver, device, queue, build, override):
+    x = rng.integers(-1000, 1000, 256, dtype=np.int32)
+    spec = None if override is None else {7: np.int32(override).tobytes()}
+    prg = build(SPEC_SCALE, ["scale"], spec_constants=spec)
+    X, O = upload(driver, device, queue, x, "buffer"), driver.alloc(device, x.nbytes, "buffer")
+    ev = driver.launch(queue, prg, "scale", [x.size], None, [mem(O), mem(X)])
+    np.testing.assert_array_equal(download(driver, queue, O, x, [ev]), x * (override or 3))
+
+
+def test_struct_byval_argument(driver, device, queue, build):
+    n = 300
+    x = rng.random(512, dtype=np.float32)
+    params = np.array([(2.5, -1.0, n)], dtype=[("a", "<f4"), ("b", "<f4"), ("n", "<i4")])
+    prg = build(STRUCT_SAXPY, ["saxpy"])
+    X, Y = upload(driver, device, queue, x, "buffer"), upload(driver, device, queue, np.zeros_like(x), "buffer")
+    ev = driver.launch(queue, prg, "saxpy", [x.size], None,
+                       [mem(Y), mem(X), KernelArg(KernelArgKind.bytes, params.tobytes())])
+    y = download(driver, queue, Y, x, [ev])
+    np.testing.assert_allclose(y[:n], np.float32(2.5) * x[:n] - 1, rtol=1e-6)
+    assert not y[n:].any()
+
+
+@pytest.mark.parametrize("local", [16, 64, 256])
+def test_local_memory_reduction(driver, device, queue, build, local):
+    x = rng.integers(-100, 100, 4096, dtype=np.int32)
+    prg = build(LOCAL_REDUCE, ["reduce"])
+    X, O = upload(driver, device, queue, x, "buffer"), driver.alloc(device, 4 * (x.size // local), "buffer")
+    ev = driver.launch(queue, prg, "reduce", [x.size], [local],
+                       [mem(O), mem(X), KernelArg(KernelArgKind.local, 4 * local)])
+    out = download(driver, queue, O, np.empty(x.size // local, np.int32), [ev])
+    np.testing.assert_array_equal(out, x.reshape(-1, local).sum(axis=1))
+
+
+def test_float_atomic_add(driver, device, queue, build):
+    x = rng.random(10000, dtype=np.float32)
+    prg = build(FLOAT_ATOMIC_SUM, ["fsum"], extensions=frozenset({"SPV_EXT_shader_atomic_float_add"}))
+    X = upload(driver, device, queue, x, "buffer")
+    S = upload(driver, device, queue, np.zeros(1, np.float32), "buffer")
+    ev = driver.launch(queue, prg, "fsum", [x.size], None, [mem(S), mem(X)])
+    total = download(driver, queue, S, np.zeros(1, np.float32), [ev])[0]
+    assert total == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-4)
+
+
+def test_sizes_are_in_sycl_order(driver, device, queue, build):
+    rows, cols = 6, 40       # SYCL range<2>(rows, cols): cols varies fastest
+    prg = build(INDEX_2D, ["index2d"])
+    O = driver.alloc(device, 4 * rows * cols, "buffer")
+    ev = driver.launch(queue, prg, "index2d", [rows, cols], [2, 8], [mem(O)])
+    out = download(driver, queue, O, np.empty((rows, cols), np.int32), [ev])
+    r, c = np.indices((rows, cols))
+    np.testing.assert_array_equal(out, r * 1000 + c)
+
+
+def test_out_of_order_queue_with_dependencies_and_fill(driver, device, build):
+    q = driver.create_stream(device, profiling=False, in_order=False)
+    n = 4096
+    A = driver.alloc(device, 4 * n, "buffer")
+    B = driver.alloc(device, 4 * n, "buffer")
+    O = driver.alloc(device, 4 * n, "buffer")
+    fa = driver.fill(q, A, 0, np.float32(1.5).tobytes(), 4 * n)
+    fb = driver.fill(q, B, 0, np.float32(2.0).tobytes(), 4 * n)
+    ev = driver.launch(q, build(VADD, ["vadd"]), "vadd", [n], None,
+                       [mem(O), mem(A), mem(B), scalar(np.int64(n))], wait_for=[fa, fb])
+    c = driver.copy(q, B, 0, O, 0, 4 * n, wait_for=[ev])       # buffer -> buffer
+    out = download(driver, q, B, np.empty(n, np.float32), [c])
+    assert (out == 3.5).all()
+
+
+def test_usm_fill_and_host_view(driver, device, queue):
+    if "usm_shared_allocations" not in device.aspects:
+        pytest.skip("no shared USM")
+    S = driver.alloc(device, 64, "shared")
+    driver.fill(queue, S, 8, b"\xab\xcd", 32).wait()
+    view = S.host_view()
+    assert bytes(view[8:40]) == b"\xab\xcd" * 16
+    assert driver.alloc(device, 64, "device").host_view() is None
+    with pytest.raises(exception, match="not a multiple"):
+        driver.fill(queue, S, 0, b"abcd", 6)
+    driver.free(S)
+    driver.free(S)     # idempotent
+
+
+def test_device_global_read_write(driver, device, queue, build):
+    prg = build(DEVICE_GLOBAL, ["bump"])
+    try:
+        ptr, size = driver.global_address(prg, "counter")
+    except exception as e:
+        pytest.skip(str(e))
+    assert size == 16 and ptr
+    data = bytearray(16)
+    driver.read_global(prg, "counter", 0, data)
+    assert list(np.frombuffer(data, np.int32)) == [1, 2, 3, 4]
+    driver.write_global(prg, "counter", 4, np.array([10, 20], np.int32).tobytes())
+    O = driver.alloc(device, 16, "buffer")
+    ev = driver.launch(queue, prg, "bump", [4], None, [mem(O)])
+    assert list(download(driver, queue, O, np.empty(4, np.int32), [ev])) == [1, 10, 20, 4]
+    driver.read_global(prg, "counter", 0, data, stream=queue).wait()
+    assert list(np.frombuffer(data, np.int32)) == [2, 11, 21, 5]
+    with pytest.raises(exception) as info:
+        driver.read_global(prg, "counter", 8, bytearray(16))
+    assert info.value.code() is errc.invalid
+    with pytest.raises(exception):
+        driver.global_address(prg, "no_such_global")
+
+
+def test_svm_fallback(device, build, compiler):
+    drv = OpenCLDriver(prefer_svm=True)
+    dev = next(d for d in drv.discover() if d.name == device.name)
+    if dev.extra["usm"] != "svm":
+        pytest.skip("device offers no SVM")
+    q = drv.create_stream(dev, profiling=False)
+    n = 256
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    prg = drv.load(dev, compiler.compile(VADD, ["vadd"]), ["vadd"])
+    kinds = [k for k in ("device", "shared") if f"usm_{k}_allocations" in dev.aspects]
+    for kind in kinds:
+        A, B, O = (drv.alloc(dev, 4 * n, kind) for _ in range(3))
+        drv.copy(q, A, 0, memoryview(a), 0, 4 * n)
+        drv.copy(q, B, 0, memoryview(b), 0, 4 * n)
+        ev = drv.launch(q, prg, "vadd", [n], None, [mem(O), mem(A), mem(B), scalar(np.int64(n))])
+        np.testing.assert_array_equal(download(drv, q, O, a, [ev]), a + b)
+
+
+def test_build_and_launch_errors(driver, device, queue, build, compiler):
+    with pytest.raises(exception) as info:
+        driver.load(device, b"\x03\x02\x23\x07" + b"\0" * 32, ["k"])
+    assert info.value.code() is errc.build
+    prg = build(VADD, ["vadd"])
+    with pytest.raises(exception) as info:
+        driver.launch(queue, prg, "missing", [4], None, [])
+    assert info.value.code() is errc.kernel_not_supported
+    with pytest.raises(exception) as info:
+        driver.launch(queue, prg, "vadd", [10], [3, 7], [])
+    assert info.value.code() in (errc.nd_range, errc.kernel)
