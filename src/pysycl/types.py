@@ -232,3 +232,37 @@ def to_struct_bytes(value, dtype: np.dtype) -> bytes:
     arr = np.zeros((), dtype)
     arr[()] = value
     return arr.tobytes()
+
+
+# Additions for the kernel language (frontend) ----------------------------------------
+class spec_constant:
+    """Annotation ``sycl.spec_constant[T]``: a seed-002 placeholder argument (the object
+    ``cgh.set_spec_constant(spec_id, value)`` returns); kernels read it with ``p.get()``.
+    The runtime's placeholder class may subclass this to share the name.
+
+    >>> spec_constant[np.float32].dtype
+    dtype('float32')
+    """
+
+    def __class_getitem__(cls, params):
+        return SpecConstantAnnotation(as_dtype(params))
+
+
+class memory_order(enum.Enum):
+    """SYCL 2020 ``memory_order`` (4.15.3.1); values are the IR ``order`` attribute."""
+
+    relaxed = "relaxed"
+    acquire = "acquire"
+    release = "release"
+    acq_rel = "acq_rel"
+    seq_cst = "seq_cst"
+
+
+class memory_scope(enum.Enum):
+    """SYCL 2020 ``memory_scope``; values are the IR ``scope`` attribute."""
+
+    work_item = "work_item"
+    sub_group = "sub_group"
+    work_group = "work_group"
+    device = "device"
+    system = "system"

@@ -195,3 +195,24 @@ def reset() -> None:
         _devices.clear()
         _compilers.clear()
 
+
+
+# Interop ----------------------------------------------------------------------------
+# DLDeviceType codes (dlpack.h): kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3, kDLCUDAManaged 13,
+# kDLOneAPI 14. The native CPU's memory is all plain host memory.
+_DLPACK = {("native_cpu", "device"): 1, ("native_cpu", "shared"): 1, ("native_cpu", "host"): 1,
+           ("cuda", "device"): 2, ("cuda", "host"): 3, ("cuda", "shared"): 13}
+
+
+def dlpack_device(desc: DeviceDescription, usm_kind: str) -> tuple[int, int]:
+    """``__dlpack_device__`` of USM of ``usm_kind`` on ``desc``.
+
+    >>> dlpack_device(all_devices()[0], "device")
+    (1, 0)
+    """
+    code = _DLPACK.get((desc.backend, usm_kind), 14)
+    if code in (1, 3):
+        return (code, 0)
+    ordinal = desc.handle if isinstance(desc.handle, int) else \
+        [d for d in devices_of(desc.backend)].index(desc)
+    return (code, int(ordinal))

@@ -410,8 +410,11 @@ def _leaves(dtype, offset: int, out: list, next_id: list[int], name: str) -> Non
     if dtype.kind not in "biufc" or dtype.itemsize == 0:
         raise exception(errc.invalid, f"spec constant {name}: {dtype} is not a device-copyable "
                                       "scalar, array or struct type")
-    out.append((next_id[0], offset, dtype.itemsize))
-    next_id[0] += 1
+    # std::complex is a struct {re, im}: two leaves, as DPC++ would see it.
+    parts = 2 if dtype.kind == "c" else 1
+    for i in range(parts):
+        out.append((next_id[0], offset + i * dtype.itemsize // parts, dtype.itemsize // parts))
+        next_id[0] += 1
 
 
 def assign_leaf_ids(constants, start: int = 0) -> dict[str, list[tuple[int, int, int]]]:

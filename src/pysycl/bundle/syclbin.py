@@ -148,7 +148,11 @@ def _native_metadata(img: NativeImage) -> bytes:
 
 
 def _sybi(f: SyclbinFile, with_checksum: bool) -> bytes:
-    state = SyclbinState(f.state)
+    try:
+        state = SyclbinState(f.state)
+    except ValueError:
+        raise exception(errc.invalid, f"bundle state {f.state!r} is not input, object "
+                                      "or executable") from None
     glob = PropertySetRegistry({GLOBAL_METADATA: {"state": int(state)}})
     global_text = glob.to_text()
     if with_checksum:  # last, so the digest text sits at a known place: the end

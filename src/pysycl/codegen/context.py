@@ -78,6 +78,7 @@ class LoweringContext:
         self.values: dict[Value, Any] = {}
         self.vars: dict[str, VarSlot] = {}
         self.loops: list[LoopTarget] = []
+        self.yield_targets: list[tuple[ll.Block, ll.Block]] = []
         self.spec_buffer: ll.Value | None = None
         self.wi: Any = None               # target work-item state (see TargetLowering)
         entry = llfn.append_basic_block("entry")

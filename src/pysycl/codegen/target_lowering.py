@@ -84,11 +84,22 @@ class TargetLowering:
         """``wi.<query>`` as i64 (``dim`` None for the linear ids)."""
         raise ctx.error(None, f"target {self.name} has no work-item model")
 
+    def per_item_count(self, ctx: LoweringContext) -> ll.Value:
+        """Number of work-items of the group (i64, computable in the entry block), for
+        per-item slots of work-group fission."""
+        raise ctx.error(None, f"target {self.name} has no per-item variables")
+
     def sub_group(self, ctx: LoweringContext, query: str) -> ll.Value:
         raise ctx.error(None, f"target {self.name} has no sub-group model")
 
     def barrier(self, ctx: LoweringContext, op: Op) -> None:
         raise ctx.error(op, f"target {self.name} cannot lower group_barrier")
+
+    def sub_group_reduce(self, ctx: LoweringContext, op: Op, value: ll.Value) -> ll.Value:
+        raise ctx.error(op, f"target {self.name} cannot lower sub-group reductions")
+
+    def work_group_items(self, ctx: LoweringContext, op: Op) -> None:
+        raise ctx.error(op, f"wg.items (work-group fission) is not used on target {self.name}")
 
     def spec_native(self, ctx: LoweringContext, op: Op) -> ll.Value:
         raise ctx.error(op, f"target {self.name} has no native specialization constants; "

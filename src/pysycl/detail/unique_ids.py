@@ -69,10 +69,13 @@ class _Entry:
 def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
     """The site of the caller's caller (``stacklevel=1``): call it from a constructor.
 
-    >>> def make():  # a constructor would do this
-    ...     return capture_definition_site()
-    >>> make().scope
-    'function'
+    >>> class Spec:
+    ...     def __init__(self):
+    ...         self.site = capture_definition_site()
+    >>> def f():
+    ...     return Spec()
+    >>> f().site.scope, f().site.qualname
+    ('function', 'f')
     """
     frame = sys._getframe(stacklevel + 1)
     code = frame.f_code

@@ -15,9 +15,9 @@ import re
 import struct
 
 # Bare words: op names (``wi.global_id``), attribute keys (``sycl-restrict``), params.
-BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-BARE_VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-OP_NAME = re.compile(r"[a-z_][a-z0-9_.]*\Z")
+BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+BARE_VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+OP_NAME = re.compile(r"[a-z_][a-z0-9_.]*")
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 UNESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
@@ -54,4 +54,4 @@ def format_float(x: float) -> str:
 
 
 def key_text(key: str) -> str:
-    return key if BARE_KEY.match(key) else quote(key)
+    return key if BARE_KEY.fullmatch(key) else quote(key)

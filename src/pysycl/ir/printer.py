@@ -141,7 +141,7 @@ def _dict_suffix(prefix: str, d: dict) -> str:
 def _value_name(name: str) -> str:
     # Parameter names are Python identifiers; anything else is quoted so it cannot be
     # mistaken for a numbered result.
-    return name if BARE_VALUE_NAME.match(name) else quote(name)
+    return name if BARE_VALUE_NAME.fullmatch(name) else quote(name)
 
 
 def _spec_const_line(s) -> str:

@@ -174,6 +174,9 @@ class TestSpecConstantSets:
         assert assign_leaf_ids([("m", np.dtype((np.float32, (2, 2))))])["m"] == [
             (0, 0, 4), (1, 4, 4), (2, 8, 4), (3, 12, 4)]
 
+    def test_complex_is_two_leaves(self):
+        assert assign_leaf_ids([("z", np.complex64)])["z"] == [(0, 0, 4), (1, 4, 4)]
+
     def test_shuffled_offsets_are_not_a_c_struct(self):
         swapped = np.dtype({"names": ["b", "a"], "formats": [np.int32, np.int16],
                             "offsets": [4, 0], "itemsize": 8})

@@ -1,0 +1,737 @@
+"""The CUDA driver API (``cuda.bindings.driver``, the ``pysycl[cuda]`` extra): the only
+code of the CUDA slice that touches a GPU.
+
+Design points, each for a reason:
+
+* Importing this module never raises and never initialises CUDA; :meth:`discover` returns
+  ``[]`` when the package, ``libcuda`` or a GPU is missing (``cuInit`` raises
+  ``RuntimeError`` when ``libcuda.so.1`` cannot be opened).
+* Every device uses its **primary context**, the one CuPy, PyTorch and the runtime API
+  use, so USM pointers and streams are shared with them. The current context is set per
+  thread only when it changes (a ``threading.local`` compare instead of a driver call).
+* **Launch** goes through a per-kernel :class:`_ArgPacker` built on first launch: one
+  ``struct.Struct`` writes every argument into one ctypes buffer whose ``void*[]`` array
+  never changes, and ``cuLaunchKernel`` gets that array's address as an ``int`` (the
+  cheapest form cuda-bindings accepts). The driver copies parameters at launch time, so
+  the buffer is reused at once. Argument sizes are checked once against
+  ``cuFuncGetParamInfo``.
+* ``local`` arguments are ``i32`` byte offsets into one dynamic shared buffer (layout in
+  ``target.py``); the sum is the launch's dynamic shared size, and the kernel's opt-in
+  limit is raised (``cuFuncSetAttribute``) when it passes the 48 KiB default.
+* Completion tokens of plain launches, copies and fills carry no event: ``wait()``
+  synchronises the stream (streams are in order, so that is exact when it is the last
+  command). :meth:`record_event` gives an exact event when the runtime needs one
+  (cross-queue dependencies); a profiling stream records start/end timing events around
+  every command, reported in ns (:meth:`CudaToken.profiling_ns`).
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...errors import errc, exception
+from ..base import DeviceDescription, Driver, KernelArg, KernelArgKind
+from .target import LOCAL_ARG_ALIGN, cuda_target
+
+try:
+    from cuda.bindings import driver as cu
+except Exception:  # noqa: BLE001 - any import problem means "no CUDA backend"
+    cu = None
+
+_SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
+                                 KernelArgKind.mem, KernelArgKind.local)
+_DEFAULT_DYNAMIC_SHARED = 48 * 1024   # usable without cuFuncSetAttribute (CUDA guide §"Shared memory")
+
+
+# -- errors and contexts ----------------------------------------------------------------
+def _error_text(err) -> str:
+    try:
+        name = cu.cuGetErrorName(err)[1].decode()
+        text = cu.cuGetErrorString(err)[1].decode()
+        return f"{name}: {text}"
+    except Exception:  # noqa: BLE001
+        return str(err)
+
+
+_ERRC = {"CUDA_ERROR_OUT_OF_MEMORY": errc.memory_allocation,
+         "CUDA_ERROR_INVALID_PTX": errc.build,
+         "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": errc.build,
+         "CUDA_ERROR_NO_BINARY_FOR_GPU": errc.build,
+         "CUDA_ERROR_JIT_COMPILER_NOT_FOUND": errc.build,
+         "CUDA_ERROR_NOT_FOUND": errc.invalid,
+         "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": errc.nd_range,
+         "CUDA_ERROR_ILLEGAL_ADDRESS": errc.kernel,
+         "CUDA_ERROR_LAUNCH_FAILED": errc.kernel}
+
+
+def _fail(err, what: str, code: errc | None = None):
+    name = getattr(err, "name", str(err))
+    raise exception(code or _ERRC.get(name, errc.runtime), f"{what} failed: {_error_text(err)}")
+
+
+def _call(fn, *args, what: str | None = None):
+    """Call a driver function; return its outputs (none, one, or a tuple)."""
+    res = fn(*args)
+    if res[0] != 0:
+        _fail(res[0], what or fn.__name__)
+    return res[1] if len(res) == 2 else res[1:] if len(res) > 2 else None
+
+
+_tls = threading.local()
+
+
+def _activate(ctx) -> None:
+    if getattr(_tls, "ctx", None) is not ctx:
+        _call(cu.cuCtxSetCurrent, ctx)
+        _tls.ctx = ctx
+
+
+class CudaDevice:
+    """One GPU: ordinal, ``CUdevice`` and its primary context (retained on first use)."""
+
+    def __init__(self, ordinal: int, cudevice, compute_capability: tuple[int, int]):
+        self.ordinal = ordinal
+        self.cudevice = cudevice
+        self.compute_capability = compute_capability
+        self._ctx = None
+        self._lock = threading.Lock()
+
+    @property
+    def context(self):
+        if self._ctx is None:
+            with self._lock:
+                if self._ctx is None:
+                    self._ctx = _call(cu.cuDevicePrimaryCtxRetain, self.cudevice)
+        return self._ctx
+
+    def activate(self) -> None:
+        _activate(self.context)
+
+    def __repr__(self) -> str:
+        return f"CudaDevice({self.ordinal}, sm_{self.compute_capability[0]}{self.compute_capability[1]})"
+
+
+def _device(description_or_device) -> CudaDevice:
+    return getattr(description_or_device, "handle", description_or_device)
+
+
+# -- streams, tokens, events ------------------------------------------------------------
+class CudaStream:
+    """A CUDA stream; ``owned`` is False for streams wrapped from another library."""
+
+    def __init__(self, device: CudaDevice, handle, profiling: bool, owned: bool):
+        self.device, self.handle, self.profiling, self.owned = device, handle, profiling, owned
+        self.base_event = None
+        self.base_ns = 0
+        if profiling:
+            # Host time of a completed reference event: event times become
+            # base_ns + elapsed(base_event, e), on the host's perf_counter clock.
+            self.base_event = _call(cu.cuEventCreate, cu.CUevent_flags.CU_EVENT_DEFAULT)
+            _call(cu.cuEventRecord, self.base_event, handle)
+            _call(cu.cuEventSynchronize, self.base_event)
+            self.base_ns = time.perf_counter_ns()
+
+    def timing_event(self):
+        ev = _call(cu.cuEventCreate, cu.CUevent_flags.CU_EVENT_DEFAULT)
+        _call(cu.cuEventRecord, ev, self.handle)
+        return ev
+
+    @property
+    def ptr(self) -> int:
+        return int(self.handle)
+
+
+class CudaToken:
+    """Completion of enqueued work. ``end`` is an event, or None (then the stream is waited)."""
+
+    __slots__ = ("stream", "start", "end", "submit_ns")
+
+    def __init__(self, stream: CudaStream, start=None, end=None, submit_ns: int = 0):
+        self.stream, self.start, self.end, self.submit_ns = stream, start, end, submit_ns
+
+    def wait(self) -> None:
+        if self.end is not None:
+            _call(cu.cuEventSynchronize, self.end)
+        else:
+            _call(cu.cuStreamSynchronize, self.stream.handle)
+
+    def is_complete(self) -> bool:
+        err = (cu.cuEventQuery(self.end) if self.end is not None
+               else cu.cuStreamQuery(self.stream.handle))[0]
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        if err != 0:
+            _fail(err, "query")
+        return True
+
+    def profiling_ns(self) -> tuple[int, int, int]:
+        """(submit, start, end) in ns on the host's ``perf_counter`` clock; waits first.
+        Raises ``errc.profiling`` unless the stream was created with profiling."""
+        if self.start is None or self.stream.base_event is None:
+            raise exception(errc.profiling, "the queue was not created with "
+                            "property::queue::enable_profiling")
+        self.wait()
+        start_ms = _call(cu.cuEventElapsedTime, self.stream.base_event, self.start)
+        run_ms = _call(cu.cuEventElapsedTime, self.start, self.end)
+        # float ms from the base lose precision over hours; the run time is measured
+        # directly between its own two events so it keeps its 0.5 us resolution.
+        start = max(self.stream.base_ns + int(start_ms * 1e6), self.submit_ns)
+        return self.submit_ns, start, start + int(run_ms * 1e6)
+
+
+# -- memory -----------------------------------------------------------------------------
+class CudaAllocation:
+    """USM memory: ``ptr`` is a unified virtual address usable by kernels and copies."""
+
+    __slots__ = ("ptr", "nbytes", "kind", "device", "_view")
+
+    def __init__(self, ptr: int, nbytes: int, kind: str, device: CudaDevice):
+        self.ptr, self.nbytes, self.kind, self.device = ptr, nbytes, kind, device
+        self._view = None
+
+    def host_view(self) -> memoryview | None:
+        """The bytes as a writable memoryview for ``host`` and ``shared`` memory (valid
+        once the work that writes them has completed); None for ``device``."""
+        if self.kind not in ("host", "shared") or not self.ptr:
+            return None
+        if self._view is None:
+            self._view = memoryview((ctypes.c_char * self.nbytes).from_address(self.ptr)).cast("B")
+        return self._view
+
+    def __int__(self) -> int:
+        return self.ptr
+
+    def __repr__(self) -> str:
+        return f"CudaAllocation({self.kind}, {self.nbytes} bytes at {self.ptr:#x})"
+
+
+def _host_address(obj, writable: bool) -> tuple[int, int, Any]:
+    """(address, nbytes, keep-alive) of a C-contiguous host buffer."""
+    arr = obj if isinstance(obj, np.ndarray) else np.frombuffer(obj, dtype=np.uint8)
+    if not arr.flags.c_contiguous:
+        raise exception(errc.invalid, "host memory for a copy must be C-contiguous")
+    if writable and not arr.flags.writeable:
+        raise exception(errc.invalid, "the destination of a copy is read-only")
+    return arr.ctypes.data, arr.nbytes, arr
+
+
+# -- code -------------------------------------------------------------------------------
+class CudaProgram:
+    """A loaded PTX module and its kernels."""
+
+    def __init__(self, device: CudaDevice, module, kernel_names: Sequence[str], jit_log: str):
+        self.device, self.module, self.jit_log = device, module, jit_log
+        self.kernels: dict[str, CudaKernel] = {}
+        self._globals: dict[str, tuple[int, int]] = {}
+        for name in kernel_names:
+            err, fn = cu.cuModuleGetFunction(module, name.encode())
+            if err != 0:
+                raise exception(errc.invalid, f"kernel {name!r} is not in the loaded image "
+                                f"({_error_text(err)})")
+            self.kernels[name] = CudaKernel(self, name, fn)
+
+    def global_symbol(self, name: str) -> tuple[int, int]:
+        """(device address, size) of a module-scope variable (a device global)."""
+        found = self._globals.get(name)
+        if found is None:
+            self.device.activate()
+            err, ptr, size = cu.cuModuleGetGlobal(self.module, name.encode())
+            if err != 0:
+                raise exception(errc.invalid, f"device global {name!r} is not in the image "
+                                f"({_error_text(err)})")
+            found = self._globals[name] = (int(ptr), int(size))
+        return found
+
+
+class _ArgPacker:
+    """Packs one kernel's KernelArg list into a fixed ctypes buffer + void*[] array."""
+
+    __slots__ = ("kinds", "struct", "storage", "pointers", "params")
+
+    _SLOT = {_MEM: ("Q", 8), _LOCAL: ("I", 4)}
+
+    def __init__(self, args: Sequence[KernelArg]):
+        fmt, offsets, offset = ["<"], [], 0
+        for a in args:
+            if a.kind in self._SLOT:
+                code, size = self._SLOT[a.kind]
+            else:
+                size = len(a.value)
+                code = f"{size}s"
+            align = size if size in (1, 2, 4, 8) else 8
+            pad = -offset % align
+            fmt.append("x" * pad + code)
+            offset += pad
+            offsets.append(offset)
+            offset += size
+        self.kinds = tuple(a.kind for a in args)
+        self.struct = struct.Struct("".join(fmt))
+        self.storage = (ctypes.c_char * max(self.struct.size, 8))()
+        base = ctypes.addressof(self.storage)
+        self.pointers = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in offsets])
+        self.params = ctypes.addressof(self.pointers) if args else 0
+
+    def sizes(self) -> list[int]:
+        return [8 if k is _MEM else 4 if k is _LOCAL else 0 for k in self.kinds]
+
+    def pack(self, args: Sequence[KernelArg], scratch_bytes: int) -> int:
+        """Write the values; return the dynamic shared memory size."""
+        values = []
+        local_end = (scratch_bytes + LOCAL_ARG_ALIGN - 1) & -LOCAL_ARG_ALIGN
+        for a in args:
+            kind, v = a.kind, a.value
+            if kind is _MEM:
+                values.append(v if v.__class__ is int else 0 if v is None else v.ptr)
+            elif kind is _LOCAL:
+                values.append(local_end)
+                local_end = (local_end + v + LOCAL_ARG_ALIGN - 1) & -LOCAL_ARG_ALIGN
+            else:
+                values.append(v)
+        self.struct.pack_into(self.storage, 0, *values)
+        return local_end if local_end > scratch_bytes else scratch_bytes
+
+
+class CudaKernel:
+    """One ``CUfunction`` with its cached argument packer and launch geometries."""
+
+    def __init__(self, program: CudaProgram, name: str, function):
+        self.program, self.name, self.function = program, name, function
+        self._packer: _ArgPacker | None = None
+        self._geometry: dict[tuple, tuple[int, ...]] = {}
+        self._dynamic_limit = -1        # bytes of dynamic shared memory allowed so far
+        self._lock = threading.Lock()
+
+    def attribute(self, attr: str) -> int:
+        """A ``CU_FUNC_ATTRIBUTE_*`` value (e.g. ``"NUM_REGS"``, ``"SHARED_SIZE_BYTES"``)."""
+        return _call(cu.cuFuncGetAttribute,
+                     getattr(cu.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr}"), self.function)
+
+    def _make_packer(self, args: Sequence[KernelArg]) -> _ArgPacker:
+        packer = _ArgPacker(args)
+        fixed = packer.sizes()
+        for i, a in enumerate(args):     # one-time ABI check against the PTX signature
+            err, _offset, size = cu.cuFuncGetParamInfo(self.function, i)
+            if err != 0:
+                raise exception(errc.kernel_argument, f"kernel {self.name!r} takes {i} "
+                                f"arguments, {len(args)} were given")
+            want = fixed[i] or len(a.value)
+            if size != want:
+                raise exception(errc.kernel_argument, f"kernel {self.name!r}: argument {i} "
+                                f"({a.kind.name}) has {want} bytes, the PTX parameter {size}")
+        if cu.cuFuncGetParamInfo(self.function, len(args))[0] == 0:
+            raise exception(errc.kernel_argument, f"kernel {self.name!r} takes more than "
+                            f"the {len(args)} arguments given")
+        return packer
+
+    def _grid(self, global_size: Sequence[int], local_size: Sequence[int] | None):
+        key = (tuple(global_size), tuple(local_size) if local_size else None)
+        geometry = self._geometry.get(key)
+        if geometry is None:
+            geometry = self._geometry[key] = _geometry(*key, self.program.device)
+        return geometry
+
+    def _allow_dynamic_shared(self, nbytes: int) -> None:
+        static = self.attribute("SHARED_SIZE_BYTES")
+        limit = _limits(self.program.device)["shared_optin"]
+        if static + nbytes > limit:
+            raise exception(errc.memory_allocation, f"kernel {self.name!r} needs "
+                            f"{static + nbytes} bytes of local memory; the device has {limit}")
+        if static + nbytes > _DEFAULT_DYNAMIC_SHARED:
+            _call(cu.cuFuncSetAttribute, self.function, cu.CUfunction_attribute.
+                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+        self._dynamic_limit = nbytes
+
+    def launch(self, stream: CudaStream, global_size, local_size, args, scratch_bytes=0):
+        gx, gy, gz, bx, by, bz = self._grid(global_size, local_size)
+        with self._lock:
+            packer = self._packer
+            if packer is None or len(packer.kinds) != len(args):
+                self.program.device.activate()
+                packer = self._packer = self._make_packer(args)
+            shared = packer.pack(args, scratch_bytes)
+            if shared > self._dynamic_limit:
+                self._allow_dynamic_shared(shared)
+            _activate(self.program.device._ctx)
+            if stream.profiling:
+                submit = time.perf_counter_ns()
+                start = stream.timing_event()
+            err = cu.cuLaunchKernel(self.function, gx, gy, gz, bx, by, bz, shared,
+                                    stream.handle, packer.params, 0)[0]
+        if err != 0:
+            _fail(err, f"launch of kernel {self.name!r} (grid {gx}x{gy}x{gz}, "
+                  f"block {bx}x{by}x{bz}, {shared} B local)")
+        if stream.profiling:
+            return _EventToken(stream, start, stream.timing_event(), submit)
+        return CudaToken(stream)
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    for d in range(min(n, cap), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def _geometry(global_size: tuple, local_size: tuple | None, device: CudaDevice):
+    """(grid x, y, z, block x, y, z); SYCL dimension i is CUDA axis D-1-i (target.py)."""
+    dims = len(global_size)
+    if not 1 <= dims <= 3:
+        raise exception(errc.nd_range, f"a range has 1 to 3 dimensions, not {dims}")
+    if local_size is None:
+        # 256 threads: enough warps per block to hide latency on every sm_50+ GPU while
+        # leaving room for several blocks per SM; the last SYCL dimension (CUDA x) first.
+        local, room = [1] * dims, 256
+        for i in reversed(range(dims)):
+            local[i] = _largest_divisor(global_size[i], room)
+            room //= local[i]
+        local_size = tuple(local)
+    if len(local_size) != dims:
+        raise exception(errc.nd_range, f"local range {local_size} does not match the "
+                        f"global range {global_size}")
+    for g, l in zip(global_size, local_size):
+        if l <= 0 or g % l:
+            raise exception(errc.nd_range, f"global range {global_size} is not a multiple "
+                            f"of the local range {local_size}")
+    threads = 1
+    for l in local_size:
+        threads *= l
+    limit = _limits(device)["max_threads"]
+    if threads > limit:
+        raise exception(errc.nd_range, f"work-group of {threads} work-items; the device "
+                        f"allows {limit}")
+    grid = [g // l for g, l in zip(global_size, local_size)][::-1] + [1] * (3 - dims)
+    block = list(local_size)[::-1] + [1] * (3 - dims)
+    return (*grid, *block)
+
+
+_limit_cache: dict[int, dict[str, int]] = {}
+
+
+def _attr(dev, name: str) -> int:
+    return _call(cu.cuDeviceGetAttribute,
+                 getattr(cu.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}"), dev)
+
+
+def _limits(device: CudaDevice) -> dict[str, int]:
+    found = _limit_cache.get(device.ordinal)
+    if found is None:
+        found = _limit_cache[device.ordinal] = {
+            "max_threads": _attr(device.cudevice, "MAX_THREADS_PER_BLOCK"),
+            "shared_optin": _attr(device.cudevice, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")}
+    return found
+
+
+class _EventToken(CudaToken):
+    """A token that owns its events (destroyed with it; the driver frees an event that is
+    still pending once it completes)."""
+
+    __slots__ = ()
+
+    def __del__(self):
+        for ev in (self.start, self.end):
+            if ev is not None and cu is not None:
+                try:
+                    cu.cuEventDestroy(ev)
+                except Exception:  # noqa: BLE001 - interpreter shutdown
+                    pass
+
+
+# -- the Driver -------------------------------------------------------------------------
+class CudaDriver(Driver):
+    """:class:`~pysycl.backends.base.Driver` on the CUDA driver API.
+
+    >>> drv = CudaDriver(); devs = drv.discover()          # [] without a GPU
+    """
+
+    name = "cuda"
+
+    # Discovery ------------------------------------------------------------------------
+    def discover(self) -> list[DeviceDescription]:
+        if cu is None:
+            return []
+        try:
+            if cu.cuInit(0)[0] != 0:
+                return []
+            return [self._describe(i) for i in range(_call(cu.cuDeviceGetCount))]
+        except Exception:  # noqa: BLE001 - no libcuda, no GPU, a broken driver: no devices
+            return []
+
+    def _describe(self, ordinal: int) -> DeviceDescription:
+        dev = _call(cu.cuDeviceGet, ordinal)
+        cc = (_attr(dev, "COMPUTE_CAPABILITY_MAJOR"), _attr(dev, "COMPUTE_CAPABILITY_MINOR"))
+        handle = CudaDevice(ordinal, dev, cc)
+        limits = _limits(handle)
+        version = _call(cu.cuDriverGetVersion)
+        managed = _attr(dev, "MANAGED_MEMORY")
+        aspects = {"gpu", "fp64", "atomic64", "queue_profiling", "usm_device_allocations",
+                   "usm_host_allocations"}
+        if cc >= (5, 3):
+            aspects.add("fp16")
+        if managed:
+            aspects.add("usm_shared_allocations")
+            if _attr(dev, "CONCURRENT_MANAGED_ACCESS"):
+                aspects.add("usm_atomic_shared_allocations")
+        return DeviceDescription(
+            name=_call(cu.cuDeviceGetName, 256, dev).split(b"\0")[0].decode(),
+            vendor="NVIDIA Corporation", backend="cuda", device_type="gpu",
+            driver_version=f"{version // 1000}.{version % 1000 // 10}",
+            max_compute_units=_attr(dev, "MULTIPROCESSOR_COUNT"),
+            max_work_group_size=limits["max_threads"],
+            # SYCL order: the last dimension is CUDA's x (target.py)
+            max_work_item_sizes=(_attr(dev, "MAX_BLOCK_DIM_Z"), _attr(dev, "MAX_BLOCK_DIM_Y"),
+                                 _attr(dev, "MAX_BLOCK_DIM_X")),
+            sub_group_sizes=(_attr(dev, "WARP_SIZE"),),
+            global_mem_size=int(_call(cu.cuDeviceTotalMem, dev)),
+            local_mem_size=limits["shared_optin"],
+            aspects=frozenset(aspects), target=cuda_target(cc), handle=handle,
+            extra={"compute_capability": cc,
+                   "pci_bus_id": _attr(dev, "PCI_BUS_ID"),
+                   "l2_cache_size": _attr(dev, "L2_CACHE_SIZE"),
+                   "max_grid_size": (_attr(dev, "MAX_GRID_DIM_X"), _attr(dev, "MAX_GRID_DIM_Y"),
+                                     _attr(dev, "MAX_GRID_DIM_Z")),
+                   "driver_version_raw": version})
+
+    # Memory ---------------------------------------------------------------------------
+    def alloc(self, device, nbytes: int, kind: str) -> CudaAllocation:
+        dev = _device(device)
+        dev.activate()
+        n = max(int(nbytes), 1)          # the driver refuses 0-byte allocations
+        what = f"allocating {nbytes} bytes of {kind} memory"
+        if kind in ("device", "buffer"):
+            ptr = _call(cu.cuMemAlloc, n, what=what)
+        elif kind == "host":
+            # PORTABLE: SYCL host USM belongs to the context, i.e. to every device in it
+            ptr = _call(cu.cuMemHostAlloc, n, 0x01, what=what)   # CU_MEMHOSTALLOC_PORTABLE
+        elif kind == "shared":
+            free, _total = _call(cu.cuMemGetInfo)
+            # Managed memory beyond what is free can hang the GPU instead of failing.
+            if n > free:
+                raise exception(errc.memory_allocation, f"{what}: only {free} bytes are free")
+            ptr = _call(cu.cuMemAllocManaged, n, cu.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL,
+                        what=what)
+        else:
+            raise exception(errc.invalid, f"unknown memory kind {kind!r}")
+        return CudaAllocation(int(ptr), int(nbytes), kind, dev)
+
+    def free(self, allocation: CudaAllocation) -> None:
+        """Release memory; views from ``host_view()`` must not be used afterwards."""
+        if not allocation.ptr:
+            return
+        allocation.device.activate()
+        fn = cu.cuMemFreeHost if allocation.kind == "host" else cu.cuMemFree
+        ptr, allocation.ptr, allocation._view = allocation.ptr, 0, None
+        _call(fn, ptr)
+
+    @staticmethod
+    def _begin(stream: CudaStream):
+        _activate(stream.device.context)
+        if stream.profiling:
+            return time.perf_counter_ns(), stream.timing_event()
+        return None
+
+    @staticmethod
+    def _done(stream: CudaStream, begun) -> CudaToken:
+        if begun is None:
+            return CudaToken(stream)
+        return _EventToken(stream, begun[1], stream.timing_event(), begun[0])
+
+    @staticmethod
+    def _span(obj, offset: int, nbytes: int, writable: bool) -> tuple[int, Any]:
+        if isinstance(obj, CudaAllocation):
+            size, addr, keep = obj.nbytes, obj.ptr, None
+            if not addr:
+                raise exception(errc.invalid, "use of freed USM memory")
+        else:
+            addr, size, keep = _host_address(obj, writable)
+        if offset < 0 or nbytes < 0 or offset + nbytes > size:
+            raise exception(errc.invalid, f"copy of {nbytes} bytes at offset {offset} "
+                            f"overruns {size} bytes")
+        return addr + offset, keep
+
+    def copy(self, stream: CudaStream, dst, dst_offset: int, src, src_offset: int,
+             nbytes: int) -> CudaToken:
+        """Copy between USM allocations (any kinds) and host buffers (anything with the
+        buffer protocol). Copies from pageable host memory return once the data is staged,
+        copies into it once they are complete, so the host buffer is free on return."""
+        d, keep_d = self._span(dst, dst_offset, nbytes, True)
+        s, keep_s = self._span(src, src_offset, nbytes, False)
+        d_dev, s_dev = isinstance(dst, CudaAllocation), isinstance(src, CudaAllocation)
+        if not (d_dev or s_dev):               # host to host: in stream order, on the host
+            self.synchronize(stream)
+            ctypes.memmove(d, s, nbytes)
+            return CudaToken(stream)
+        begun = self._begin(stream)
+        if nbytes:
+            if d_dev and s_dev:
+                res = cu.cuMemcpyAsync(d, s, nbytes, stream.handle)
+            elif d_dev:
+                res = cu.cuMemcpyHtoDAsync(d, s, nbytes, stream.handle)
+            else:
+                res = cu.cuMemcpyDtoHAsync(d, s, nbytes, stream.handle)
+            if res[0] != 0:
+                _fail(res[0], f"copy of {nbytes} bytes")
+        del keep_d, keep_s
+        return self._done(stream, begun)
+
+    def fill(self, stream: CudaStream, dst, offset: int, pattern: bytes, nbytes: int) -> CudaToken:
+        """Repeat ``pattern`` over ``nbytes`` (a multiple of its length): cuMemsetD8/16/32
+        for 1-, 2- and 4-byte patterns, one strided cuMemsetD2D32 per 4-byte word for
+        longer ones, a staged host copy otherwise."""
+        pattern = bytes(pattern)
+        k = len(pattern)
+        if not k or nbytes % k:
+            raise exception(errc.invalid, f"fill of {nbytes} bytes with a {k}-byte pattern")
+        if not isinstance(dst, CudaAllocation):
+            self.synchronize(stream)
+            view = memoryview(dst).cast("B")
+            view[offset:offset + nbytes] = pattern * (nbytes // k)
+            return CudaToken(stream)
+        addr, _ = self._span(dst, offset, nbytes, True)
+        count, h = nbytes // k, stream.handle
+        words = [int.from_bytes(pattern[i:i + 4], "little") for i in range(0, k - k % 4, 4)]
+        begun = self._begin(stream)
+        if not nbytes:
+            pass
+        elif pattern == pattern[:1] * k:
+            self._ok(cu.cuMemsetD8Async(addr, pattern[0], nbytes, h), "memset")
+        elif k == 2 and addr % 2 == 0:
+            self._ok(cu.cuMemsetD16Async(addr, int.from_bytes(pattern, "little"), count, h), "memset")
+        elif k % 4 == 0 and addr % 4 == 0 and len(set(words)) == 1:
+            self._ok(cu.cuMemsetD32Async(addr, words[0], nbytes // 4, h), "memset")
+        elif k % 4 == 0 and addr % 4 == 0:
+            for j, word in enumerate(words):
+                self._ok(cu.cuMemsetD2D32Async(addr + 4 * j, k, word, 1, count, h), "memset")
+        else:
+            staged = pattern * count     # HtoD from pageable memory is staged before return
+            self._ok(cu.cuMemcpyHtoDAsync(addr, staged, nbytes, h), "fill")
+        return self._done(stream, begun)
+
+    @staticmethod
+    def _ok(res, what: str) -> None:
+        if res[0] != 0:
+            _fail(res[0], what)
+
+    # Code -----------------------------------------------------------------------------
+    def load(self, device, binary: bytes, kernel_names: Sequence[str],
+             spec_constants: Mapping[int, bytes] | None = None) -> CudaProgram:
+        """Load PTX (JIT-compiled by the driver for this GPU); the JIT's error log becomes
+        the ``errc.build`` message."""
+        if spec_constants:
+            raise exception(errc.feature_not_supported, "PTX has no native specialization "
+                            "constants: build CUDA images in literal or emulated mode")
+        dev = _device(device)
+        dev.activate()
+        image = bytes(binary)
+        if not image.endswith(b"\0"):
+            image += b"\0"
+        error_log, info_log = bytearray(16384), bytearray(16384)
+        opt = cu.CUjit_option
+        options = [opt.CU_JIT_ERROR_LOG_BUFFER, opt.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                   opt.CU_JIT_INFO_LOG_BUFFER, opt.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
+        values = [error_log, len(error_log), info_log, len(info_log)]
+        err, module = cu.cuModuleLoadDataEx(image, len(options), options, values)
+        if err != 0:
+            log = bytes(error_log).split(b"\0", 1)[0].decode(errors="replace").strip()
+            raise exception(_ERRC.get(err.name, errc.build), f"the CUDA driver could not "
+                            f"load the PTX of {', '.join(kernel_names)}: {_error_text(err)}"
+                            + (f"\n{log}" if log else ""))
+        jit_log = bytes(info_log).split(b"\0", 1)[0].decode(errors="replace").strip()
+        return CudaProgram(dev, module, kernel_names, jit_log)
+
+    def unload(self, program: CudaProgram) -> None:
+        if program.module is not None:
+            program.device.activate()
+            module, program.module = program.module, None
+            _call(cu.cuModuleUnload, module)
+
+    def kernel(self, program: CudaProgram, kernel_name: str) -> CudaKernel:
+        """The kernel object; ``kernel.launch(stream, global, local, args, scratch)`` is
+        :meth:`launch` without the name lookup (what a cached launcher holds)."""
+        try:
+            return program.kernels[kernel_name]
+        except KeyError:
+            raise exception(errc.invalid, f"kernel {kernel_name!r} was not loaded; the image "
+                            f"has {sorted(program.kernels)}") from None
+
+    def launch(self, stream: CudaStream, program: CudaProgram, kernel_name: str,
+               global_size: Sequence[int], local_size: Sequence[int] | None,
+               args: Sequence[KernelArg], local_mem_bytes: int = 0) -> CudaToken:
+        """``local_mem_bytes``: kernel scratch at offset 0 of the dynamic local buffer,
+        before the ``local`` arguments (target.py)."""
+        return self.kernel(program, kernel_name).launch(stream, global_size, local_size,
+                                                        args, local_mem_bytes)
+
+    # Device globals ---------------------------------------------------------------------
+    def device_global(self, program: CudaProgram, name: str) -> CudaAllocation:
+        """A non-owning device allocation over a module-scope variable (never free it)."""
+        ptr, size = program.global_symbol(name)
+        return CudaAllocation(ptr, size, "device", program.device)
+
+    def read_global(self, stream: CudaStream, program: CudaProgram, name: str, dst,
+                    offset: int = 0, nbytes: int | None = None) -> CudaToken:
+        var = self.device_global(program, name)
+        n = var.nbytes - offset if nbytes is None else nbytes
+        return self.copy(stream, dst, 0, var, offset, n)
+
+    def write_global(self, stream: CudaStream, program: CudaProgram, name: str, src,
+                     offset: int = 0) -> CudaToken:
+        var = self.device_global(program, name)
+        return self.copy(stream, var, offset, src, 0, memoryview(src).nbytes)
+
+    # Streams and events -----------------------------------------------------------------
+    def create_stream(self, device, profiling: bool) -> CudaStream:
+        """A non-blocking stream: SYCL queues do not synchronise with CUDA's legacy
+        default stream."""
+        dev = _device(device)
+        dev.activate()
+        handle = _call(cu.cuStreamCreate, cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
+        return CudaStream(dev, handle, profiling, owned=True)
+
+    def wrap_stream(self, device, handle: int, profiling: bool = False) -> CudaStream:
+        """Use a stream made elsewhere (``torch.cuda.Stream.cuda_stream``, CuPy's ``ptr``);
+        it is not destroyed by :meth:`destroy_stream`."""
+        dev = _device(device)
+        dev.activate()
+        return CudaStream(dev, cu.CUstream(int(handle)), profiling, owned=False)
+
+    def destroy_stream(self, stream: CudaStream) -> None:
+        stream.device.activate()
+        if stream.base_event is not None:
+            _call(cu.cuEventDestroy, stream.base_event)
+            stream.base_event = None
+        if stream.owned and stream.handle is not None:
+            handle, stream.handle = stream.handle, None
+            _call(cu.cuStreamDestroy, handle)
+
+    def synchronize(self, stream: CudaStream) -> None:
+        _call(cu.cuStreamSynchronize, stream.handle, what="waiting for the queue")
+
+    def record_event(self, stream: CudaStream, timing: bool = False) -> CudaToken:
+        """An event at this point of the stream: exact completion of everything enqueued
+        so far (timing events can be compared with :meth:`elapsed_ns`)."""
+        _activate(stream.device.context)
+        flags = cu.CUevent_flags.CU_EVENT_DEFAULT if timing else \
+            cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        ev = _call(cu.cuEventCreate, flags)
+        _call(cu.cuEventRecord, ev, stream.handle)
+        return _EventToken(stream, None, ev, time.perf_counter_ns())
+
+    def wait_event(self, stream: CudaStream, token: CudaToken) -> None:
+        """Make ``stream`` wait (on the device) for ``token``; a token without an event
+        from another stream is waited for on the host."""
+        if token.end is not None:
+            _activate(stream.device.context)
+            _call(cu.cuStreamWaitEvent, stream.handle, token.end, 0)
+        elif token.stream is not stream:
+            token.wait()
+
+    @staticmethod
+    def elapsed_ns(start: CudaToken, end: CudaToken) -> int:
+        """Device time between two timing events (0.5 us resolution)."""
+        end.wait()
+        return int(_call(cu.cuEventElapsedTime, start.end, end.end) * 1e6)

@@ -1,0 +1,268 @@
+"""The native CPU device: host memory, kernels as host code run by ``executor.py``.
+
+All USM kinds and buffers are ordinary host memory here (64-byte aligned, NumPy-backed),
+so every allocation is host-accessible and copies are ``memmove``. Loading and launching
+go to ``executor.py`` (ORC LLJIT + a persistent thread pool); this file only turns
+:class:`KernelArg` values into the entry ABI's ``void **args``.
+
+>>> from pysycl.backends.native_cpu.driver import NativeCpuDriver
+>>> drv = NativeCpuDriver(); dev = drv.discover()[0]
+>>> a = drv.alloc(dev, 16, "device"); a.ptr % 64
+0
+>>> drv.fill(None, a, 0, b"\\x07", 16).wait(); bytes(a.host_view()[:2])
+b'\\x07\\x07'
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pysycl import config
+from pysycl.backends.base import (AddressSpace, DeviceDescription, Driver, KernelArg,
+                                  KernelArgKind, Target)
+
+# Cache-line alignment: what NumPy's allocator does not promise, and what vectorised
+# kernel loops and the SYCL "alignment of USM is at least the largest scalar" rule need.
+ALIGNMENT = 64
+# A CPU has no hardware limit on work-group size; a work-group runs on one thread as a
+# loop. 4096 bounds the per-work-item state that work-group fission keeps across a
+# barrier (4096 x a few hundred bytes stays within L2) and matches what GPUs allow
+# often enough that portable nd_ranges work here. Intel's CPU OpenCL says 8192.
+MAX_WORK_GROUP_SIZE = 4096
+# Local memory is one buffer per worker thread, reused by each work-group it runs; 256 KiB
+# fits L2 on current x86/Arm cores (Intel's CPU runtime reports the same figure).
+LOCAL_MEM_SIZE = 256 * 1024
+
+ASPECTS = frozenset({
+    "cpu", "fp16", "fp64", "atomic64", "usm_device_allocations", "usm_host_allocations",
+    "usm_shared_allocations", "usm_system_allocations", "online_compiler", "online_linker",
+    "queue_profiling",
+})
+
+
+class HostAllocation:
+    """A 64-byte aligned block of host memory kept alive by a NumPy array."""
+
+    __slots__ = ("kind", "nbytes", "ptr", "_storage", "_view")
+
+    def __init__(self, nbytes: int, kind: str):
+        raw = np.empty(max(nbytes, 1) + ALIGNMENT, dtype=np.uint8)
+        start = (-raw.ctypes.data) % ALIGNMENT
+        self._storage = raw
+        self._view = raw[start:start + nbytes]
+        self.ptr = raw.ctypes.data + start
+        self.nbytes = nbytes
+        self.kind = kind
+
+    def host_view(self) -> memoryview:
+        return memoryview(self._view)
+
+    def as_array(self) -> np.ndarray:
+        """The bytes as a uint8 array (no copy)."""
+        return self._view
+
+
+class _Done:
+    """Completion token of work that finished before the call returned."""
+
+    __slots__ = ()
+
+    def wait(self) -> None:
+        return None
+
+    def done(self) -> bool:
+        return True
+
+
+DONE = _Done()
+
+
+class NativeCpuStream:
+    """The native CPU has no command queue: work is started by the runtime in order."""
+
+    __slots__ = ("device", "profiling")
+
+    def __init__(self, device: DeviceDescription, profiling: bool):
+        self.device = device
+        self.profiling = profiling
+
+
+def _address(mem: Any) -> int:
+    """The host address of an allocation, a USM pointer int, or a host buffer."""
+    if isinstance(mem, int):
+        return mem
+    ptr = getattr(mem, "ptr", None)
+    if isinstance(ptr, int):
+        return ptr
+    if isinstance(mem, np.ndarray):
+        return mem.ctypes.data
+    arr = np.frombuffer(mem, dtype=np.uint8)  # memoryview / bytes-like
+    return arr.ctypes.data if arr.size else 0
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def _cpu_vendor() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("vendor_id", "CPU implementer")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine() or "unknown"
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def _target() -> Target:
+    """The target of ``target.py`` when the codegen slice has one, else the host's."""
+    try:
+        from pysycl.backends.native_cpu import target as target_module
+    except ImportError:
+        target_module = None
+    if target_module is not None:
+        for name in ("host_target", "native_target"):
+            fn = getattr(target_module, name, None)
+            if callable(fn):
+                return fn()
+        for value in vars(target_module).values():
+            if isinstance(value, Target):
+                return value
+    # Until target.py exists: the process triple, which is what LLJIT loads.
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    machine = llvm.Target.from_default_triple().create_target_machine()
+    return Target(name="native_cpu", backend="native_cpu", triple=llvm.get_process_triple(),
+                  data_layout=str(machine.target_data), binary_format="object",
+                  address_spaces={s: 0 for s in AddressSpace},
+                  cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
+
+
+class NativeCpuDriver(Driver):
+    """One device: this machine's CPU. Always present."""
+
+    name = "native_cpu"
+    # Work started on a stream completes before the next command of the same stream
+    # starts (launches are issued by the runtime only after their dependencies).
+    streams_in_order = False
+
+    def discover(self) -> list[DeviceDescription]:
+        n = config.num_threads()
+        return [DeviceDescription(
+            name=_cpu_name(), vendor=_cpu_vendor(), backend="native_cpu", device_type="cpu",
+            driver_version="pysycl native_cpu 0.1", max_compute_units=n,
+            max_work_group_size=MAX_WORK_GROUP_SIZE,
+            max_work_item_sizes=(MAX_WORK_GROUP_SIZE,) * 3,
+            sub_group_sizes=(1,), global_mem_size=_physical_memory(),
+            local_mem_size=LOCAL_MEM_SIZE, aspects=ASPECTS, target=_target(),
+            handle=0, extra={"host_accessible": True})]
+
+    # Memory ---------------------------------------------------------------------------
+    def alloc(self, device: DeviceDescription, nbytes: int, kind: str) -> HostAllocation:
+        return HostAllocation(int(nbytes), kind)
+
+    def free(self, allocation: Any) -> None:
+        # NumPy owns the block; dropping the view frees it once no array refers to it.
+        if isinstance(allocation, HostAllocation):
+            allocation.ptr = 0
+
+    def copy(self, stream, dst, dst_offset, src, src_offset, nbytes):
+        if nbytes:
+            ctypes.memmove(_address(dst) + dst_offset, _address(src) + src_offset, nbytes)
+        return DONE
+
+    def fill(self, stream, dst, offset, pattern: bytes, nbytes: int):
+        if nbytes <= 0:
+            return DONE
+        base = _address(dst) + offset
+        if len(pattern) == 1:
+            ctypes.memset(base, pattern[0], nbytes)
+            return DONE
+        count, rest = divmod(nbytes, len(pattern))
+        block = (ctypes.c_char * nbytes).from_address(base)
+        view = np.frombuffer(block, dtype=np.uint8)
+        pat = np.frombuffer(pattern, dtype=np.uint8)
+        view[:count * len(pattern)].reshape(count, len(pattern))[:] = pat
+        view[count * len(pattern):] = pat[:rest]
+        return DONE
+
+    # Code -----------------------------------------------------------------------------
+    def load(self, device, binary: bytes, kernel_names: Sequence[str],
+             spec_constants: Mapping[int, bytes] | None = None) -> Any:
+        from pysycl.backends.native_cpu import executor
+        return executor.load(binary, list(kernel_names))
+
+    def launch(self, stream, program, kernel_name: str, global_size: Sequence[int],
+               local_size: Sequence[int] | None, args: Sequence[KernelArg],
+               local_mem_bytes: int = 0, offset: Sequence[int] | None = None) -> Any:
+        from pysycl.backends.native_cpu import executor
+        packed = pack_entry_args(args)
+        return executor.launch(program, kernel_name, tuple(global_size),
+                               None if local_size is None else tuple(local_size),
+                               packed, local_mem_bytes,
+                               offset=None if offset is None else tuple(offset))
+
+    # Streams --------------------------------------------------------------------------
+    def create_stream(self, device: DeviceDescription, profiling: bool) -> NativeCpuStream:
+        return NativeCpuStream(device, profiling)
+
+    def synchronize(self, stream) -> None:
+        return None
+
+
+class PackedArgs:
+    """``void **args`` of the entry ABI plus the ctypes objects it points into.
+
+    Each slot points at the value's storage: scalars and struct bytes at their bytes,
+    ``mem`` at a ``void *`` holding the address, ``local`` at an ``int64`` holding the
+    byte offset of that local accessor inside the work-group's ``local_mem`` block.
+    """
+
+    __slots__ = ("array", "keep", "local_bytes")
+
+    def __init__(self, array, keep, local_bytes: int):
+        self.array = array
+        self.keep = keep
+        self.local_bytes = local_bytes
+
+
+def pack_entry_args(args: Sequence[KernelArg]) -> PackedArgs:
+    """KernelArgs -> ``void *args[]`` (see :class:`PackedArgs`)."""
+    n = len(args)
+    array = (ctypes.c_void_p * max(n, 1))()
+    keep = []
+    local_offset = 0
+    for i, arg in enumerate(args):
+        kind = arg.kind
+        if kind is KernelArgKind.mem:
+            cell = ctypes.c_void_p(_address(arg.value))
+        elif kind is KernelArgKind.local:
+            # Local blocks are 64-byte aligned inside local_mem (widest vector type).
+            local_offset = (local_offset + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+            cell = ctypes.c_int64(local_offset)
+            local_offset += int(arg.value)
+        else:  # scalar / bytes
+            cell = ctypes.create_string_buffer(bytes(arg.value), max(len(arg.value), 1))
+        keep.append(cell)
+        array[i] = ctypes.addressof(cell)
+    return PackedArgs(array, keep, local_offset)
+

@@ -1,0 +1,242 @@
+"""Load host objects with ORC LLJIT and run work-groups on a persistent thread pool.
+
+Calls go through ``ctypes.CFUNCTYPE``, which releases the GIL for the call, so every
+worker runs native code at once (llvm-backends.md section 3: 1.98x on 2 cores). A launch
+is split into one contiguous range of work-groups per thread; the calling thread runs the
+first range itself, so ``config.num_threads()`` threads work in all (caller + n-1 pool
+workers). Launches of fewer than ``INLINE_ITEMS`` work-items run inline on the caller:
+waking a worker costs tens of microseconds, more than such a launch.
+
+>>> program = NativeExecutor().load(obj, ["vadd"])                   # doctest: +SKIP
+>>> program.launch("vadd", (n,), None, [KernelArg(KernelArgKind.mem, a.ctypes.data), ...])
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import math
+import queue
+import threading
+from typing import Any, Sequence
+
+import llvmlite.binding as llvm
+
+from ... import config
+from ...codegen import device_global_symbol
+from ...errors import errc, exception
+from ..base import KernelArg, KernelArgKind
+from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
+                     _init_llvm, entry_symbol, host_target_machine)
+
+ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.c_int64, ctypes.c_void_p)
+INLINE_ITEMS = 1 << 14
+# parallel_for(range): groups are runs of the last dimension so the vectorised inner loop
+# is long; 8192 items keep a group's working set in L2 for float32 rows.
+RANGE_GROUP_ITEMS = 8192
+LOCAL_ALIGN = 64
+
+_jit_lock = threading.Lock()
+_jit: llvm.LLJIT | None = None
+_library_ids = itertools.count()
+
+
+def _lljit() -> llvm.LLJIT:
+    global _jit
+    with _jit_lock:
+        if _jit is None:
+            _init_llvm()
+            _jit = llvm.create_lljit_compiler(host_target_machine())
+        return _jit
+
+
+class NativeProgram:
+    """A loaded host object: kernel entries and exported symbols. Keeps the LLJIT
+    ResourceTracker alive; dropping the program unloads its code."""
+
+    def __init__(self, tracker, kernels: dict[str, Any], pool: "WorkerPool"):
+        self._tracker = tracker
+        self.kernels = kernels
+        self._pool = pool
+
+    def symbol_address(self, symbol: str) -> int:
+        return int(self._tracker[symbol])
+
+    def device_global_address(self, unique_id: str) -> int:
+        """Address of a device_global's storage (zero-initialised at load)."""
+        return self.symbol_address(device_global_symbol(unique_id))
+
+    def launch(self, kernel_name: str, global_size: Sequence[int],
+               local_size: Sequence[int] | None, args: Sequence[KernelArg],
+               global_offset: Sequence[int] | None = None) -> None:
+        """Run ``kernel_name`` to completion. ``args``: the ABI table's KernelArgs, the
+        spec-constant buffer (``mem``, may be 0) last. ``local_size`` None is a
+        ``parallel_for(range)``: the executor picks the group shape."""
+        fn = self.kernels.get(kernel_name)
+        if fn is None:
+            raise exception(errc.invalid, f"kernel {kernel_name!r} is not in this program")
+        words, ngroups, items = launch_words(global_size, local_size, global_offset)
+        if items == 0:
+            return
+        argv, keep, local_bytes = pack_args(args)
+        self._pool.run(fn, ctypes.addressof(argv), ctypes.addressof(words), ngroups,
+                       local_bytes, inline=items < INLINE_ITEMS)
+        del keep
+
+
+def launch_words(global_size, local_size, global_offset):
+    """The int64[16] launch description, the number of groups and of work-items."""
+    g = [int(x) for x in global_size]
+    dims = len(g)
+    if not 1 <= dims <= 3:
+        raise exception(errc.nd_range, f"a launch has 1 to 3 dimensions, not {dims}")
+    if local_size is None:
+        loc = range_group_shape(g)
+    else:
+        loc = [int(x) for x in local_size]
+        if len(loc) != dims or any(l <= 0 or n % l for n, l in zip(g, loc)):
+            raise exception(errc.nd_range, f"global range {tuple(g)} is not a multiple of "
+                                           f"the local range {tuple(loc)}")
+    off = [int(x) for x in (global_offset or [0] * dims)]
+    groups = [-(-n // l) for n, l in zip(g, loc)]
+    words = (ctypes.c_int64 * LAUNCH_WORDS)()
+    words[0] = dims
+    for d in range(3):
+        words[LAUNCH_GLOBAL + d] = g[d] if d < dims else 1
+        words[LAUNCH_LOCAL + d] = loc[d] if d < dims else 1
+        words[LAUNCH_GROUPS + d] = groups[d] if d < dims else 1
+        words[LAUNCH_OFFSET + d] = off[d] if d < dims else 0
+    return words, math.prod(groups), math.prod(g)
+
+
+def range_group_shape(g: list[int]) -> list[int]:
+    """Work-group shape for a range launch: whole rows of the last dimension (up to
+    RANGE_GROUP_ITEMS), several rows when rows are short."""
+    loc = [1] * len(g)
+    loc[-1] = max(1, min(g[-1], RANGE_GROUP_ITEMS))
+    if len(g) > 1:
+        loc[-2] = max(1, min(g[-2], RANGE_GROUP_ITEMS // loc[-1]))
+    return loc
+
+
+def pack_args(args: Sequence[KernelArg]):
+    """``void *args[]``: one pointer per LLVM-level parameter (see target.entry_symbol)."""
+    keep, ptrs, local = [], [], 0
+    for a in args:
+        if a.kind is KernelArgKind.scalar or a.kind is KernelArgKind.bytes:
+            buf = ctypes.create_string_buffer(bytes(a.value), max(len(a.value), 8))
+        elif a.kind is KernelArgKind.mem:
+            buf = ctypes.c_void_p(_address(a.value))
+        elif a.kind is KernelArgKind.local:
+            local = -(-local // LOCAL_ALIGN) * LOCAL_ALIGN
+            buf = ctypes.c_int64(local)
+            local += int(a.value)
+        else:
+            raise exception(errc.kernel_argument, f"unknown kernel argument kind {a.kind}")
+        keep.append(buf)
+        ptrs.append(ctypes.addressof(buf))
+    argv = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
+    keep.append(argv)
+    return argv, keep, local
+
+
+def _address(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    if hasattr(value, "ptr"):
+        return int(value.ptr)
+    if hasattr(value, "__array_interface__"):
+        return int(value.__array_interface__["data"][0])
+    raise exception(errc.kernel_argument, f"cannot pass {type(value).__name__} as memory")
+
+
+class _Arena(threading.local):
+    """Per-thread work-group local memory, grown on demand, 64-byte aligned."""
+
+    def __init__(self):
+        self.buf, self.size = None, 0
+
+    def get(self, nbytes: int) -> int:
+        if nbytes == 0:
+            return 0
+        if nbytes > self.size:
+            self.buf = ctypes.create_string_buffer(nbytes + LOCAL_ALIGN)
+            self.size = nbytes
+        addr = ctypes.addressof(self.buf)
+        return -(-addr // LOCAL_ALIGN) * LOCAL_ALIGN
+
+
+class WorkerPool:
+    """``n - 1`` persistent daemon threads plus the caller."""
+
+    def __init__(self, n: int | None = None):
+        self.n = max(1, n or config.num_threads())
+        self._arena = _Arena()
+        self._queues = [queue.SimpleQueue() for _ in range(self.n - 1)]
+        for i, q in enumerate(self._queues):
+            threading.Thread(target=self._work, args=(q,), daemon=True,
+                             name=f"pysycl-native-{i}").start()
+
+    def _work(self, q: queue.SimpleQueue):
+        while True:
+            fn, argv, words, lo, hi, local, done = q.get()
+            try:
+                fn(argv, words, lo, hi, self._arena.get(local))
+                done.put(None)
+            except BaseException as e:  # noqa: BLE001 - handed to the launching thread
+                done.put(e)
+
+    def run(self, fn, argv: int, words: int, ngroups: int, local: int, inline: bool) -> None:
+        parts = 1 if inline else min(self.n, ngroups)
+        if parts == 1:
+            fn(argv, words, 0, ngroups, self._arena.get(local))
+            return
+        bounds = [ngroups * i // parts for i in range(parts + 1)]
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        for i in range(1, parts):
+            self._queues[i - 1].put((fn, argv, words, bounds[i], bounds[i + 1], local, done))
+        error = None
+        try:
+            fn(argv, words, bounds[0], bounds[1], self._arena.get(local))
+        finally:
+            for _ in range(parts - 1):
+                error = done.get() or error
+        if error is not None:
+            raise error
+
+
+class NativeExecutor:
+    """Loads objects into the process-wide LLJIT; shares one :class:`WorkerPool`."""
+
+    def __init__(self, num_threads: int | None = None):
+        self.pool = WorkerPool(num_threads)
+
+    def load(self, obj: bytes, kernel_names: Sequence[str],
+             device_global_ids: Sequence[str] = (), symbols: Sequence[str] = ()) -> NativeProgram:
+        """Link ``obj`` (from NativeCpuCompiler.compile) under a fresh library name;
+        libm and the C runtime come from the current process."""
+        builder = llvm.JITLibraryBuilder().add_object_img(bytes(obj)).add_current_process()
+        entries = {k: entry_symbol(k) for k in kernel_names}
+        exported = list(entries.values()) + [device_global_symbol(u) for u in device_global_ids]
+        for s in exported + list(symbols):
+            builder.export_symbol(s)
+        try:
+            tracker = builder.link(_lljit(), f"pysycl_native_{next(_library_ids)}")
+        except RuntimeError as e:
+            raise exception(errc.build, f"loading the native object failed: {e}") from None
+        kernels = {k: ENTRY_TYPE(tracker[s]) for k, s in entries.items()}
+        return NativeProgram(tracker, kernels, self.pool)
+
+
+_default: NativeExecutor | None = None
+
+
+def default_executor() -> NativeExecutor:
+    """The process's executor (one pool of config.num_threads() threads)."""
+    global _default
+    with _jit_lock:
+        if _default is None:
+            _default = NativeExecutor()
+        return _default

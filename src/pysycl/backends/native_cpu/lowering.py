@@ -1,0 +1,289 @@
+"""The native CPU work-item model.
+
+Work-item coordinates are plain i64 parameters of every function (18 hidden parameters:
+global range, local range, group range, global offset, group id and local id, three
+dimensions each), so after inlining they are loop induction variables and LLVM sees
+``acc[gid]`` as a unit-stride access it can vectorise.
+
+Each kernel gets an exported entry (``target.entry_symbol``)::
+
+    void entry(void **args, const int64_t *launch, int64_t group_begin,
+               int64_t group_end, char *local_mem)
+
+It loads the ABI parameters from ``args`` and the launch description once, then for each
+work-group in ``[group_begin, group_end)``:
+
+* kernels without barriers: a loop nest over the group's work-items, innermost over the
+  last dimension (SYCL linearisation: the rightmost index varies fastest), with the
+  kernel ``alwaysinline``d into it. Loop bounds are clamped to the global range so the
+  executor may pick any group shape for ``parallel_for(range)``.
+* kernels with barriers (already split by ``passes/work_group_fission`` into ``wg.items``
+  regions): one call of the (``noinline``) kernel per group; each ``wg.items`` is a loop
+  nest over the group's local ids. Per-item slots are allocas of the group's size in the
+  kernel's entry block: stack storage that is fresh for each group call and freed on
+  return (a 1024-item group of doubles takes 8 KiB of the worker's stack).
+
+The entry is generated once per possible number of dimensions (known from the kernel's
+``dims`` attribute or index-space parameters, otherwise every count from the highest
+``dim`` the kernel queries up to 3) so unused dimensions fold to constants.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from llvmlite import ir as ll
+
+from ...codegen import LoweringContext, TargetLowering, param_types
+from ...codegen import types as lt
+from ...ir.core import Function, Op
+from ...ir.types import IndexSpaceType, ScalarType
+from .target import (LAUNCH_DIMS, LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET,
+                     entry_symbol)
+
+_FIELDS = ("global_range", "local_range", "group_range", "global_offset", "group_id", "local_id")
+_ONE, _ZERO = ll.Constant(lt.I64, 1), ll.Constant(lt.I64, 0)
+
+
+@dataclasses.dataclass
+class WorkItemState:
+    """The hidden coordinates as LLVM i64 values, three per field."""
+
+    global_range: list
+    local_range: list
+    group_range: list
+    global_offset: list
+    group_id: list
+    local_id: list
+
+    def flat(self) -> list:
+        return [v for f in _FIELDS for v in getattr(self, f)]
+
+
+class NativeCpuLowering(TargetLowering):
+    name = "native_cpu"
+    addrspaces = {"private": 0, "global": 0, "local": 0, "constant": 0, "generic": 0}
+
+    # Hidden parameters ------------------------------------------------------------------
+    def hidden_params(self, fn: Function):
+        return [(f"{f}{d}", lt.I64) for f in _FIELDS for d in range(3)]
+
+    def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
+        ctx.wi = WorkItemState(*(list(args[3 * i:3 * i + 3]) for i in range(len(_FIELDS))))
+
+    def hidden_args(self, ctx: LoweringContext) -> list:
+        return ctx.wi.flat()
+
+    def kernel_attributes(self, fn: Function, llfn: ll.Function) -> None:
+        llfn.linkage = "internal"
+        # Barrier kernels keep their own frame so per-item allocas are freed per group.
+        llfn.attributes.add("noinline" if uses_fission(fn) else "alwaysinline")
+
+    # Work-item queries ---------------------------------------------------------------------
+    def work_item(self, ctx: LoweringContext, query: str, dim: int | None) -> ll.Value:
+        wi, b = ctx.wi, ctx.builder
+        if dim is not None and not 0 <= dim < 3:
+            raise ctx.error(None, f"work-item dimension {dim} is out of range 0..2")
+        if query == "global_id":
+            return b.add(b.add(b.mul(wi.group_id[dim], wi.local_range[dim]), wi.local_id[dim]),
+                         wi.global_offset[dim])
+        if query in _FIELDS[:4] + ("group_id", "local_id"):
+            return getattr(wi, query)[dim]
+        if query == "local_linear_id":
+            return _linear(b, wi.local_id, wi.local_range)
+        if query == "group_linear_id":
+            return _linear(b, wi.group_id, wi.group_range)
+        if query == "global_linear_id":  # SYCL 2020 4.9.1.7: offset subtracted
+            ids = [b.add(b.mul(g, l), i) for g, l, i in
+                   zip(wi.group_id, wi.local_range, wi.local_id)]
+            return _linear(b, ids, wi.global_range)
+        raise ctx.error(None, f"unknown work-item query {query!r}")
+
+    def sub_group(self, ctx: LoweringContext, query: str) -> ll.Value:
+        # One work-item per sub-group on the CPU (DeviceDescription.sub_group_sizes == (1,)).
+        if query == "local_id":
+            return _ZERO
+        if query == "local_range":
+            return _ONE
+        if query == "group_id":
+            return self.work_item(ctx, "local_linear_id", None)
+        return _product(ctx.builder, ctx.wi.local_range)
+
+    def sub_group_reduce(self, ctx, op, value):
+        return value  # a reduction over one work-item
+
+    def barrier(self, ctx: LoweringContext, op: Op) -> None:
+        if op.attrs["scope"] == "sub_group":
+            return  # sub-groups of one work-item are always in step
+        raise ctx.error(op, "group_barrier at work_group scope reached native CPU code "
+                            "generation; passes/work_group_fission.py must split the kernel first")
+
+    # Work-group fission ----------------------------------------------------------------------
+    def per_item_count(self, ctx: LoweringContext) -> ll.Value:
+        return _product(ctx.entry_builder(), ctx.wi.local_range)
+
+    def work_group_items(self, ctx: LoweringContext, op: Op) -> None:
+        group_level = ctx.wi.local_id
+        ids: list = []
+
+        def nest(d: int):
+            if d == 3:
+                ctx.wi.local_id = list(ids)
+                ctx.lower_region(op.regions[0])
+                return
+            def body(i):
+                ids.append(i)
+                nest(d + 1)
+                ids.pop()
+            counted_loop(ctx.builder, _ZERO, ctx.wi.local_range[d], f"wg.items{d}", body)
+        nest(0)
+        ctx.wi.local_id = group_level
+
+    # The entry ------------------------------------------------------------------------------
+    def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
+        build_entry(self, ctx.llmodule, fn, llfn)
+
+
+def uses_fission(fn: Function) -> bool:
+    return any(op.name in ("wg.items", "barrier") for op in fn.walk())
+
+
+def _linear(b: ll.IRBuilder, ids: list, ranges: list) -> ll.Value:
+    lin = ids[0]
+    for d in (1, 2):
+        lin = b.add(b.mul(lin, ranges[d]), ids[d])
+    return lin
+
+
+def _product(b: ll.IRBuilder, values: list) -> ll.Value:
+    return b.mul(b.mul(values[0], values[1]), values[2])
+
+
+def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body) -> None:
+    """``for i in [lo, hi): body(i)`` with an i64 induction variable (the canonical form
+    LLVM's loop vectoriser wants); ``body`` emits at the builder's position."""
+    fn = b.block.function
+    pre = b.block
+    header, blk, done = (fn.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(lt.I64, name=name)
+    i.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", i, hi), blk, done)
+    b.position_at_end(blk)
+    body(i)
+    if not b.block.is_terminated:
+        i.add_incoming(b.add(i, _ONE), b.block)
+        b.branch(header)
+    b.position_at_end(done)
+
+
+def kernel_dims(fn: Function) -> tuple[int, ...]:
+    """The dimension counts the entry must handle."""
+    if isinstance(fn.attrs.get("dims"), int):
+        return (fn.attrs["dims"],)
+    for p in fn.params:
+        if isinstance(p.type, IndexSpaceType) and p.type.dims:
+            return (p.type.dims,)
+    used = [int(op.attrs["dim"]) for op in fn.walk()
+            if op.name.startswith("wi.") and op.attrs.get("dim") is not None]
+    return tuple(range(max(used, default=0) + 1, 4))
+
+
+def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
+                kernel: ll.Function) -> ll.Function:
+    ptr = ll.PointerType()
+    ety = ll.FunctionType(lt.VOID, [ptr, ptr, lt.I64, lt.I64, ptr])
+    entry = ll.Function(llmodule, ety, entry_symbol(fn.name))
+    argv, launch, gbegin, gend, local_mem = entry.args
+    for a, n in zip(entry.args, ("args", "launch", "group_begin", "group_end", "local_mem")):
+        a.name = n
+    for a in (argv, launch, local_mem):
+        a.add_attribute("noalias")
+    b = ll.IRBuilder(entry.append_basic_block("entry"))
+    params = _load_params(b, fn, lowering, argv, local_mem)
+
+    def word(i):
+        p = b.gep(launch, [ll.Constant(lt.I64, i)], inbounds=True, source_etype=lt.I64)
+        return b.load(p, typ=lt.I64, align=8)
+    desc = {"global_range": LAUNCH_GLOBAL, "local_range": LAUNCH_LOCAL,
+            "group_range": LAUNCH_GROUPS, "global_offset": LAUNCH_OFFSET}
+    launch_vals = {k: [word(v + d) for d in range(3)] for k, v in desc.items()}
+    dims = word(LAUNCH_DIMS)
+    variants = kernel_dims(fn)
+    exit_bb = entry.append_basic_block("exit")
+    switch = b.switch(dims, exit_bb)
+    for d in variants:
+        bb = entry.append_basic_block(f"dims{d}")
+        switch.add_case(ll.Constant(lt.I64, d), bb)
+        b.position_at_end(bb)
+        _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, uses_fission(fn))
+        b.branch(exit_bb)
+    b.position_at_end(exit_bb)
+    b.ret_void()
+    return entry
+
+
+def _load_params(b, fn: Function, lowering, argv, local_mem) -> list:
+    """One LLVM value per kernel LLVM parameter (ABI table), then the spec buffer."""
+    values, j = [], 0
+
+    def slot(k):
+        p = b.gep(argv, [ll.Constant(lt.I64, k)], inbounds=True, source_etype=ll.PointerType())
+        return b.load(p, typ=ll.PointerType(), align=8)
+    for p in fn.params:
+        types = param_types(p, True, lowering)
+        local = type(p.type).__name__ == "LocalAccessorType"
+        for k, ty in enumerate(types):
+            addr = slot(j)
+            j += 1
+            if lt.is_aggregate(p.type):
+                values.append(addr)                       # the kernel takes a pointer to the bytes
+            elif local and k == 0:                        # int64 byte offset into the arena
+                off = b.load(addr, typ=lt.I64, align=1)
+                values.append(b.gep(local_mem, [off], inbounds=True, source_etype=lt.I8))
+            else:
+                values.append(b.load(addr, typ=ty, align=1))
+    values.append(b.load(slot(j), typ=ll.PointerType(), align=1))   # spec-constant buffer
+    return values
+
+
+def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission) -> None:
+    wi = {k: [v[d] if d < dims else (_ZERO if k == "global_offset" else _ONE)
+              for d in range(3)] for k, v in launch_vals.items()}
+
+    def per_group(g):
+        grp, rem = [_ZERO] * 3, g
+        for d in reversed(range(dims)):  # dimension 0 varies slowest
+            grp[d] = rem if d == 0 else b.urem(rem, wi["group_range"][d])
+            rem = b.udiv(rem, wi["group_range"][d]) if d else rem
+        if fission:
+            b.call(kernel, params + _hidden(wi, grp, [_ZERO] * 3))
+            return
+        base = [b.mul(grp[d], wi["local_range"][d]) for d in range(dims)]
+        hi = [_smin(b, wi["local_range"][d], b.sub(wi["global_range"][d], base[d]))
+              for d in range(dims)]
+        lid = [_ZERO] * 3
+
+        def nest(d):
+            if d == dims:
+                b.call(kernel, params + _hidden(wi, grp, lid))
+                return
+            def body(i):
+                lid[d] = i
+                nest(d + 1)
+            counted_loop(b, _ZERO, hi[d], f"item{d}", body)
+        nest(0)
+    counted_loop(b, gbegin, gend, "group", per_group)
+
+
+def _hidden(wi: dict, grp: list, lid: list) -> list:
+    return (wi["global_range"] + wi["local_range"] + wi["group_range"] + wi["global_offset"]
+            + list(grp) + list(lid))
+
+
+def _smin(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+__all__ = ["NativeCpuLowering", "WorkItemState", "build_entry", "counted_loop", "kernel_dims",
+           "ScalarType"]

@@ -1,0 +1,274 @@
+"""``sycl.device_image`` (SYCL 2020 4.11.14) and ``sycl.bundle_state``.
+
+An image is immutable once made and may be shared by several bundles (bundles carry
+the spec-constant values, images do not). Input and object images hold pysycl IR
+(``format == "ir"``, ``target == "generic"``): one image per kernel (the kernel, the
+device functions it calls, its ``@sycl.external`` imports as declarations) and one
+library image per Python module that defines ``@sycl.external`` functions. An
+executable image holds one kernel's binary for one code-generation target and knows
+the devices it was built for; the device's driver loads it lazily, once per device
+(and per set of native spec-constant values).
+
+>>> bundle_state.executable.value
+2
+"""
+from __future__ import annotations
+
+import enum
+import threading
+from typing import Any, Iterable
+
+from ..errors import errc, exception
+from ..ir.core import Function, Module
+from . import property_sets as ps
+from . import stats, toolchain
+from .kernel_id import kernel_id, kernel_id_by_name, to_kernel_ids
+
+
+class bundle_state(enum.Enum):
+    """``sycl::bundle_state``; values as SYCLBIN's ``state``."""
+
+    input = 0
+    object = 1
+    executable = 2
+
+
+GENERIC_TARGET = "generic"
+
+
+class device_image:
+    """One indivisible unit of compilation/linking (users never construct one)."""
+
+    def __init__(self, state: bundle_state, module: Module | None, kernel_ids: Iterable[kernel_id],
+                 *, target: str = GENERIC_TARGET, format: str = "ir", devices: Iterable = (),
+                 binary: bytes | None = None, registry: ps.PropertySetRegistry | None = None,
+                 spec_ids=None, lowering: str | None = None, translation_unit: str | None = None,
+                 llvm: str | None = None, target_obj=None, spec_values: bytes = b""):
+        self.state = state
+        self.target = target
+        self.format = format
+        self.spec_constant_lowering = lowering
+        self.translation_unit = translation_unit
+        self._module = module
+        self._kernel_ids = tuple(kernel_ids)
+        self._devices = list(devices)
+        self._binary = binary
+        self._registry = registry if registry is not None else image_property_sets(module)
+        self._spec_ids = spec_ids               # passes.spec_constants.SpecConstantIds
+        self._spec_values = spec_values         # literal images: the buffer they were built for
+        self._llvm = llvm
+        self._target_obj = target_obj
+        self._programs: dict[Any, Any] = {}
+        self._load_lock = threading.Lock()
+
+    # -- SYCL API --
+    def has_kernel(self, kernel, device=None) -> bool:
+        """True if the image contains ``kernel`` (a kernel_id or @sycl.kernel function),
+        and, with ``device``, can run on it."""
+        try:
+            kid = to_kernel_ids([kernel])[0]
+        except exception:
+            return False
+        if kid not in self._kernel_ids:
+            return False
+        return device is None or self.compatible_with(device)
+
+    @property
+    def property_sets(self) -> dict[str, dict[str, int | bytes]]:
+        """DPC++ property sets: set name -> {name: u32 int | bytes}."""
+        return self._registry.to_dict()
+
+    @property
+    def asm(self) -> dict[str, str]:
+        """Readable stages: ``"ir"``, ``"llvm"`` and ``"spirv"``/``"ptx"`` as available."""
+        out: dict[str, str] = {}
+        if self._module is not None:
+            out["ir"] = toolchain.print_ir_with_locs(self._module)
+        if self._llvm is not None:
+            out["llvm"] = self._llvm
+        if self._binary is not None:
+            if self.format == "ptx":
+                out["ptx"] = self._binary.decode("utf-8", "replace")
+            elif self.format == "spirv" and self._target_obj is not None:
+                out["spirv"] = toolchain.disassemble(self._target_obj, self._binary)
+            elif self._target_obj is not None:
+                out["object"] = toolchain.disassemble(self._target_obj, self._binary)
+        return out
+
+    def get_kernel_ids(self) -> list[kernel_id]:
+        return list(self._kernel_ids)
+
+    def get_devices(self) -> list:
+        return list(self._devices)
+
+    # -- pysycl internals --
+    @property
+    def module(self) -> Module | None:
+        return self._module
+
+    @property
+    def binary(self) -> bytes | None:
+        return self._binary
+
+    @property
+    def exports(self) -> list[str]:
+        return list(self._registry.get(ps.EXPORTED_SYMBOLS, {}))
+
+    @property
+    def imports(self) -> list[str]:
+        return list(self._registry.get(ps.IMPORTED_SYMBOLS, {}))
+
+    @property
+    def kernel_names(self) -> list[str]:
+        return list(self._registry.get(ps.KERNEL_NAMES, {}))
+
+    @property
+    def spec_ids(self):
+        return self._spec_ids
+
+    def spec_constants_used(self) -> list[str]:
+        """Symbolic IDs of the spec constants this image reads."""
+        if self._spec_ids is not None:
+            return list(self._spec_ids.offsets)
+        if self._module is None:
+            return list(self._registry.get(ps.SPEC_CONSTANTS, {}))
+        seen: dict[str, None] = {}
+        for fn in self._module.functions:
+            for op in fn.walk():
+                if op.name == "spec.get":
+                    seen.setdefault(op.attrs["id"], None)
+        return list(seen)
+
+    def uses_native_spec_constants(self, devices: Iterable = ()) -> bool:
+        if self.state is bundle_state.executable:
+            return self.spec_constant_lowering == "native"
+        devs = list(devices)
+        return bool(devs) and all(toolchain.device_target(d).native_spec_constants for d in devs)
+
+    def compatible_with(self, device) -> bool:
+        if self.state is bundle_state.executable:
+            return any(toolchain.is_descendant(device, d) for d in self._devices)
+        if self._module is None:
+            return True
+        return all(kernel_compatible(k, device) for k in self._module.kernels)
+
+    def kernel_function(self, kid: kernel_id) -> Function | None:
+        """The IR function of kernel ``kid`` in this image."""
+        if self._module is None:
+            return None
+        kernels = self._module.kernels
+        for f in kernels:
+            if f.name == kid.get_name():
+                return f
+        return kernels[0] if len(kernels) == 1 and kid in self._kernel_ids else None
+
+    def program(self, device, native_values: dict[int, bytes] | None = None):
+        """The program loaded through ``device``'s driver (once per device and native
+        spec-constant value set; lazily, at first launch)."""
+        key = (device, tuple(sorted((native_values or {}).items())))
+        prog = self._programs.get(key)
+        if prog is not None:
+            return prog
+        with self._load_lock:
+            prog = self._programs.get(key)
+            if prog is None:
+                if self._binary is None:
+                    raise exception(errc.invalid, "only executable images can be loaded")
+                driver = toolchain.driver_for(device)
+                stats.bump("load_count")
+                prog = driver.load(toolchain.device_description(device), self._binary,
+                                   self.kernel_names, native_values or None)
+                self._programs[key] = prog
+        return prog
+
+    def __repr__(self) -> str:
+        names = ", ".join(k.get_name() for k in self._kernel_ids) or "library"
+        return f"<device_image {self.state.name} {self.target} {self.format} [{names}]>"
+
+
+# -- helpers -------------------------------------------------------------------------
+
+def image_property_sets(module: Module | None, spec_ids=None) -> ps.PropertySetRegistry:
+    """The property sets of an image holding ``module`` (kernel names, kernel
+    properties, device globals, exported/imported symbols; spec constants once
+    ``spec_ids`` exist)."""
+    reg = ps.PropertySetRegistry()
+    if module is None:
+        return reg
+    if spec_ids is not None and spec_ids.ids:
+        reg.add_set(ps.SPEC_CONSTANTS, ps.spec_constants_property_set(spec_ids.ids))
+        reg.add_set(ps.SPEC_CONSTANTS_DEFAULT_VALUES,
+                    ps.spec_constant_default_values_property_set(spec_ids.default_values))
+    if module.device_globals:
+        reg.add_set(ps.DEVICE_GLOBALS, ps.device_globals_property_set(
+            (d.unique_id, d.type.size, "sycl-device-image-scope" in d.properties)
+            for d in module.device_globals))
+    kernels = module.kernels
+    if kernels:
+        reg.add_set(ps.KERNEL_NAMES, ps.kernel_names_property_set(k.name for k in kernels))
+    props = {f"{k.name}@{name}": value.encode("utf-8")
+             for k in kernels for name, value in sorted(k.properties.items())}
+    if props:
+        reg.add_set(ps.KERNEL_PROPERTIES, props)
+    exported = [f.name for f in module.functions if f.kind == "external" and not f.is_declaration]
+    if exported:
+        reg.add_set(ps.EXPORTED_SYMBOLS, ps.exported_symbols_property_set(exported))
+    imported = [f.name for f in module.functions if f.is_declaration]
+    if imported:
+        reg.add_set(ps.IMPORTED_SYMBOLS, ps.imported_symbols_property_set(imported))
+    return reg
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.replace(" ", "").split(",") if x]
+
+
+def kernel_requirements(fn: Function) -> dict[str, Any]:
+    """What a kernel asks of a device, from its properties (seed 003 meta names)."""
+    p = fn.properties
+    out: dict[str, Any] = {}
+    if p.get("sycl-device-has"):
+        out["aspects"] = _ints(p["sycl-device-has"])
+    if "used_aspects" in fn.attrs:
+        out.setdefault("aspects", []).extend(int(a) for a in fn.attrs["used_aspects"])
+    if p.get("sycl-work-group-size"):
+        out["work_group_size"] = _ints(p["sycl-work-group-size"])
+    if p.get("sycl-sub-group-size"):
+        out["sub_group_size"] = int(p["sycl-sub-group-size"])
+    return out
+
+
+def kernel_compatible(fn: Function, device) -> bool:
+    """SYCL 2020 4.11.9: aspects, required work-group size, required sub-group size."""
+    from ..properties.aspects import aspect
+    req = kernel_requirements(fn)
+    for a in req.get("aspects", ()):
+        try:
+            if not toolchain.device_has(device, aspect(a)):
+                return False
+        except ValueError:
+            return False
+    wg = req.get("work_group_size")
+    if wg:
+        max_items = toolchain.device_info(device, "max_work_item_sizes")
+        max_wg = toolchain.device_info(device, "max_work_group_size")
+        if max_items is not None:
+            # max_work_item_sizes<D> is the last D entries of the 3-D limits (SYCL order).
+            lim = list(max_items)[len(max_items) - len(wg):]
+            if len(lim) == len(wg) and any(s > m for s, m in zip(wg, lim)):
+                return False
+        total = 1
+        for s in wg:
+            total *= s
+        if max_wg is not None and total > max_wg:
+            return False
+    sg = req.get("sub_group_size")
+    if sg:
+        sizes = toolchain.device_info(device, "sub_group_sizes")
+        if sizes is not None and sg not in tuple(sizes):
+            return False
+    return True
+
+
+def kernel_ids_of(module: Module) -> list[kernel_id]:
+    return [kernel_id_by_name(k.name) for k in module.kernels]

@@ -1,0 +1,172 @@
+"""``sycl.save_kernel_bundle`` / ``sycl.load_kernel_bundle``: bundles as SYCLBIN files.
+
+Each device image is one SYCLBIN abstract module carrying the image's ``SYCL/...``
+property sets unchanged, its pysycl IR text (IR type ``IR_TYPE_PYSYCL``) and, for an
+executable image, its binary as a native image (target triple, ``arch`` = the pysycl
+target name, ``format``). pysycl's own facts go in two extra sets that DPC++ ignores:
+``PYSYCL/image`` (``target``, ``format``, ``spec_constant_lowering``) and
+``PYSYCL/spec values`` (the bundle's specialization-constant values, symbolic ID ->
+bytes). Loading an executable file does no code generation: the binary is loaded by
+the driver at first launch; the IR is read only for kernel metadata.
+
+>>> import pysycl as sycl                                             # doctest: +SKIP
+>>> sycl.save_kernel_bundle(exe, "conv.syclbin")                           # doctest: +SKIP
+>>> exe2 = sycl.load_kernel_bundle(ctx, "conv.syclbin")                    # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import errc, exception
+from ..ir.core import Function, Module
+from ..ir.types import U8, ArrayType
+from ..passes.spec_constants import PADDING_LEAF_ID, SpecConstantIds
+from . import property_sets as ps
+from . import syclbin, toolchain
+from .device_image import GENERIC_TARGET, bundle_state, device_image
+from .kernel_bundle import kernel_bundle
+from .kernel_id import kernel_id_by_name
+
+IMAGE_SET = "PYSYCL/image"
+SPEC_VALUES_SET = "PYSYCL/spec values"
+
+
+def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.AbstractModule:
+    reg = ps.PropertySetRegistry(img._registry.to_dict())
+    info = {"target": img.target.encode(), "format": img.format.encode()}
+    if img.spec_constant_lowering:
+        info["spec_constant_lowering"] = img.spec_constant_lowering.encode()
+    reg.add_set(IMAGE_SET, info)
+    used = set(img.spec_constants_used())
+    vals = {uid: raw for uid, raw in values.items() if uid in used and raw}
+    if vals:
+        reg.add_set(SPEC_VALUES_SET, vals)
+    irs = []
+    if img.module is not None:
+        irs.append(syclbin.IRModule(syclbin.IR_TYPE_PYSYCL,
+                                    toolchain.print_ir_with_locs(img.module).encode("utf-8")))
+    natives = []
+    if img.binary is not None:
+        triple = getattr(img._target_obj, "triple", img.target)
+        natives.append(syclbin.NativeImage(triple, img.target, img.binary, img.format))
+    return syclbin.AbstractModule(reg, irs, natives)
+
+
+def save_kernel_bundle(kb: kernel_bundle, path) -> None:
+    """Write ``kb`` (any state) to ``path`` as a SYCLBIN file (atomically)."""
+    state = syclbin.SyclbinState(kb.state.value)
+    f = syclbin.SyclbinFile(state, [_image_module(img, kb.spec_values) for img in kb])
+    data = syclbin.write_syclbin(f)
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def _text(reg: ps.PropertySetRegistry, key: str, default: str | None = None) -> str | None:
+    raw = (reg.get(IMAGE_SET) or {}).get(key)
+    return raw.decode("utf-8") if isinstance(raw, bytes) else default
+
+
+def _spec_ids(reg: ps.PropertySetRegistry) -> SpecConstantIds | None:
+    """The image's spec-constant layout from its two property sets."""
+    descs = reg.get(ps.SPEC_CONSTANTS)
+    if not descs:
+        return None
+    ids = {sym: [tuple(t) for t in ps.unpack_spec_constant_descriptors(raw)]
+           for sym, raw in descs.items()}
+
+    def first(sym):
+        return min((leaf for leaf, _o, _s in ids[sym] if leaf != PADDING_LEAF_ID), default=0)
+
+    offsets, types, pos = {}, {}, 0
+    for sym in sorted(ids, key=first):
+        size = max(o + s for _l, o, s in ids[sym])
+        offsets[sym], types[sym] = pos, ArrayType(U8, size)
+        pos += size
+    blob = (reg.get(ps.SPEC_CONSTANTS_DEFAULT_VALUES) or {}).get("all", b"")
+    if len(blob) != pos:
+        raise exception(errc.invalid, "bundle file: spec constant default values do not "
+                                      "match the spec constant descriptors")
+    return SpecConstantIds({s: ids[s] for s in offsets}, bytes(blob), offsets, types)
+
+
+def _module_of(am: syclbin.AbstractModule) -> Module | None:
+    for ir in am.ir_modules:
+        if ir.ir_type == syclbin.IR_TYPE_PYSYCL:
+            try:
+                return toolchain.parse_ir(ir.data.decode("utf-8"))
+            except exception:
+                raise
+            except Exception as e:
+                raise exception(errc.invalid, f"bundle file: unreadable pysycl IR: {e}") from None
+    return None
+
+
+def _metadata_module(reg: ps.PropertySetRegistry) -> Module:
+    """Kernel stubs from the property sets, when the file carries no readable IR."""
+    m = Module("loaded")
+    props = reg.get(ps.KERNEL_PROPERTIES) or {}
+    for name in reg.get(ps.KERNEL_NAMES) or {}:
+        kp = {k.split("@", 1)[1]: v.decode() for k, v in props.items()
+              if k.startswith(name + "@") and isinstance(v, bytes)}
+        m.functions.append(Function(name, "kernel", [], properties=kp))
+    return m
+
+
+def load_kernel_bundle(ctx, path, state=None) -> kernel_bundle:
+    """Read a bundle written by ``save_kernel_bundle`` (or ``pysycl compile``) for
+    ``ctx``. Executable images bind to the context's devices of their target; images
+    for targets no device has are left out. ``state``, if given, must match the file
+    (``errc.invalid`` otherwise, as DPC++)."""
+    with open(os.fspath(path), "rb") as fh:
+        f = syclbin.read_syclbin(fh.read())
+    file_state = bundle_state(int(f.state))
+    if state is not None and getattr(state, "value", state) != file_state.value:
+        raise exception(errc.invalid, "kernel_bundle state does not match the state of the "
+                                      "SYCLBIN file")
+    devices = list(ctx.get_devices())
+    images, values = [], {}
+    for am in f.abstract_modules:
+        reg = am.property_sets
+        values.update({k: v for k, v in (reg.get(SPEC_VALUES_SET) or {}).items()
+                       if isinstance(v, bytes)})
+        img = _load_image(am, reg, file_state, devices)
+        if img is not None:
+            images.append(img)
+    return kernel_bundle(ctx, devices, file_state, images, values)
+
+
+def _load_image(am, reg, state: bundle_state, devices) -> device_image | None:
+    clean = ps.PropertySetRegistry({k: v for k, v in reg.items()
+                                    if k not in (IMAGE_SET, SPEC_VALUES_SET)})
+    kernels = [kernel_id_by_name(n) for n in reg.get(ps.KERNEL_NAMES) or {}]
+    if state is not bundle_state.executable:
+        module = _module_of(am)
+        if module is None:
+            raise exception(errc.invalid, "bundle file: an IR image holds no pysycl IR")
+        return device_image(state, module, kernels, registry=clean)
+    target = _text(reg, "target")
+    natives = [n for n in am.native_images if n.arch == target] or am.native_images
+    if not natives:
+        raise exception(errc.invalid, "bundle file: an executable image holds no binary")
+    native = natives[0]
+    target = target or native.arch
+    devs = [d for d in devices if toolchain.device_target_name(d) == target]
+    if not devs:
+        return None
+    try:
+        module = _module_of(am)
+    except exception:
+        module = None
+    if module is None:
+        module = _metadata_module(reg)
+    return device_image(state, module, kernels, target=target,
+                        format=_text(reg, "format", native.format or "object"), devices=devs,
+                        binary=native.data, registry=clean, spec_ids=_spec_ids(reg),
+                        lowering=_text(reg, "spec_constant_lowering"),
+                        target_obj=toolchain.device_target(devs[0]))
+
+
+__all__ = ["save_kernel_bundle", "load_kernel_bundle", "GENERIC_TARGET"]

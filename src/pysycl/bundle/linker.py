@@ -1,0 +1,224 @@
+"""Object images -> linked kernels -> executable images (the ``link`` half of the chain).
+
+Link merges object images through ``passes.link`` (a duplicate kernel or exported
+symbol is an error naming it; an unresolved import is ``errc.build`` naming it), then
+assigns spec-constant numeric IDs over the whole linked module, then cuts one module
+per kernel (device code split per kernel). Each linked kernel becomes one executable
+image per code-generation target:
+
+    lower spec constants (mode) -> work-group fission (native_cpu) -> codegen -> compiler
+
+Binaries go through ``bundle/cache.py`` (memory + disk) keyed by the canonical IR of
+the linked kernel, its spec-constant IDs, the target, the lowering mode and (literal
+mode) the values, the pysycl version, the codegen ABI, the LLVM version and, for host
+code, the host CPU. A cache miss logs which part changed.
+
+>>> resolve_lowering("auto", type("T", (), {"native_spec_constants": True})())
+'native'
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Iterable, Mapping
+
+from ..errors import errc, exception
+from ..ir.core import Module
+from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
+                                     lower_spec_constants, spec_constants_used)
+from . import stats, toolchain
+from .cache import CacheKey, default_cache
+from .device_image import bundle_state, device_image, image_property_sets
+from .kernel_id import kernel_id, kernel_id_by_name
+from .sources import input_image, libraries_for, object_image
+
+_lock = threading.RLock()
+_default_links: dict[int, tuple[object, "LinkedKernel"]] = {}   # id(kfn) -> (kfn, linked)
+_executables: dict[tuple, device_image] = {}
+_key_locks: dict[tuple, threading.Lock] = {}
+
+
+@dataclasses.dataclass(eq=False)
+class LinkedKernel:
+    """One kernel cut from a linked module, with the link's spec-constant IDs."""
+
+    kid: kernel_id
+    name: str
+    module: Module
+    spec_ids: SpecConstantIds
+    _ir_text: str | None = None
+
+    @property
+    def ir_text(self) -> str:
+        if self._ir_text is None:
+            self._ir_text = toolchain.print_ir(self.module)
+        return self._ir_text
+
+
+def _what(obj: device_image) -> str:
+    return ", ".join(k.get_name() for k in obj.get_kernel_ids()) or f"library {obj.translation_unit}"
+
+
+def link_objects(objects: Iterable[device_image]) -> list[LinkedKernel]:
+    """Link object images; one ``LinkedKernel`` per kernel in them."""
+    objects = list(dict.fromkeys(objects))
+    modules = [o.module for o in objects]
+    if not modules:
+        return []
+    stats.bump("link_count")
+    try:
+        linked = toolchain.link_modules([toolchain.clone(m) for m in modules])
+    except exception as e:
+        if e.code() in (errc.build, errc.feature_not_supported):
+            raise
+        raise exception(errc.build, f"link failed: {e}") from e
+    except Exception as e:  # the linker's own errors name the duplicate symbol
+        raise exception(errc.build, f"link failed: {e}") from e
+    missing = toolchain.unresolved_symbols(linked)
+    if missing:
+        users = {sym: [_what(o) for o in objects if sym in o.imports] for sym in missing}
+        detail = "; ".join(f"{sym!r} (imported by {', '.join(users[sym]) or '?'})"
+                           for sym in missing)
+        raise exception(errc.build, f"link failed: unresolved symbol {detail}")
+    ids = assign_spec_constant_ids(linked)
+    out = []
+    for fn in linked.kernels:
+        sub = toolchain.reachable_module(linked, [fn.name])
+        used = spec_constants_used(sub, [fn.name])
+        out.append(LinkedKernel(kernel_id_by_name(fn.name), fn.name, sub, ids.restricted_to(used)))
+    return out
+
+
+def default_linked_kernel(kid: kernel_id) -> LinkedKernel:
+    """The kernel linked with the library images of every Python module imported so
+    far that it needs (the default lookup's "link object, else build input")."""
+    kfn = kid.kernel
+    hit = _default_links.get(id(kfn))
+    if hit is not None and hit[0] is kfn:
+        return hit[1]
+    with _lock:
+        lock = _key_locks.setdefault(("link", id(kfn)), threading.Lock())
+    with lock:
+        hit = _default_links.get(id(kfn))
+        if hit is not None and hit[0] is kfn:
+            return hit[1]
+        inp = input_image(kid)
+        objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
+        linked = [lk for lk in link_objects(objects) if lk.name == kid.get_name()]
+        if not linked:
+            linked = link_objects(objects)[:1]
+        lk = linked[0]
+        lk.kid = kid
+        _default_links[id(kfn)] = (kfn, lk)
+        return lk
+
+
+def resolve_lowering(requested: str, target) -> str:
+    """``auto`` -> native where the target takes spec constants after codegen (SPIR-V),
+    else literal; ``literal``/``emulated`` as asked."""
+    if requested in (None, "auto"):
+        return "native" if getattr(target, "native_spec_constants", False) else "literal"
+    if requested not in ("literal", "emulated", "native"):
+        raise exception(errc.invalid, f"unknown spec constant lowering {requested!r}")
+    return requested
+
+
+def lowering_from_properties(props) -> str:
+    """The ``sycl.spec_constant_lowering`` mode in a build property list (or ``auto``)."""
+    if props is None:
+        return "auto"
+    from ..properties import as_properties, spec_constant_lowering
+    p = as_properties(props)
+    if p.has_property(spec_constant_lowering):
+        return p.get_property(spec_constant_lowering).mode
+    return "auto"
+
+
+def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> CacheKey:
+    parts = {
+        "ir": lk.ir_text,
+        "spec_ids": repr(sorted(lk.spec_ids.ids.items())),
+        "target": "|".join((target.name, target.triple, target.binary_format, target.cpu,
+                            target.features, target.data_layout)),
+        "spec_mode": mode,
+        "spec_values": value_bytes,
+        "pysycl": toolchain.pysycl_version(),
+        "codegen_abi": str(toolchain.CODEGEN_ABI),
+        "llvm": toolchain.llvm_version(),
+    }
+    if target.backend == "native_cpu":
+        parts["host_cpu"] = toolchain.host_cpu()
+    return CacheKey(parts)
+
+
+def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
+                     values: Mapping[str, bytes] | None = None) -> device_image:
+    """The executable image of ``lk`` for ``devices`` (which share one target).
+
+    ``values``: symbolic ID -> bytes; they matter only to ``literal`` images (other
+    modes take values at load or launch time), so only those are part of the key.
+    """
+    target = toolchain.device_target(devices[0])
+    mode = resolve_lowering(mode, target)
+    value_bytes = lk.spec_ids.buffer(values) if mode == "literal" and lk.spec_ids.ids else b""
+    memo = (id(lk), target.name, mode, value_bytes, tuple(devices))
+    img = _executables.get(memo)
+    if img is not None:
+        return img
+    with _lock:
+        lock = _key_locks.setdefault(("exe",) + memo, threading.Lock())
+    with lock:
+        img = _executables.get(memo)
+        if img is not None:
+            return img
+        llvm_text: list[str] = []
+
+        def compile_binary() -> bytes:
+            module = toolchain.clone(lk.module)
+            lower_spec_constants(module, lk.spec_ids, mode, values if mode == "literal" else None)
+            if target.backend == "native_cpu":
+                module = toolchain.work_group_fission(module)
+            llvm = toolchain.codegen(module, target)
+            llvm_text.append(llvm)
+            try:
+                return toolchain.target_compile(target, llvm, [lk.name])
+            except exception:
+                raise
+            except Exception as e:
+                raise exception(errc.build, f"building kernel {lk.name} for {target.name} "
+                                            f"failed: {type(e).__name__}: {e}") from e
+
+        key = _cache_key(lk, target, mode, value_bytes)
+        binary = default_cache().get_or_build(key, compile_binary,
+                                              label=f"kernel {lk.name} for {target.name}")
+        img = device_image(
+            bundle_state.executable, lk.module, [lk.kid], target=target.name,
+            format=target.binary_format, devices=devices, binary=binary,
+            registry=image_property_sets(lk.module, lk.spec_ids), spec_ids=lk.spec_ids,
+            lowering=mode, llvm=llvm_text[0] if llvm_text else None, target_obj=target,
+            spec_values=value_bytes)
+        img._linked = lk
+        _executables[memo] = img
+        return img
+
+
+def group_by_target(devices: Iterable) -> list[list]:
+    """Devices grouped by code-generation target, in first-seen order."""
+    groups: dict[str, list] = {}
+    for d in devices:
+        groups.setdefault(toolchain.device_target_name(d), []).append(d)
+    return list(groups.values())
+
+
+def build_for_devices(linked: list[LinkedKernel], devices: list, mode: str,
+                      values: Mapping[str, bytes] | None) -> list[device_image]:
+    """Executable images for every linked kernel on every device target."""
+    images = []
+    for group in group_by_target(devices):
+        for lk in linked:
+            fn = lk.module.function(lk.name)
+            from .device_image import kernel_compatible
+            ok = [d for d in group if kernel_compatible(fn, d)]
+            if ok:
+                images.append(build_executable(lk, ok, mode, values))
+    return images

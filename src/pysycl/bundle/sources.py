@@ -1,0 +1,206 @@
+"""Python source -> input images, and the per-process image caches of the state chain.
+
+Device code is split per kernel (CompilerAndRuntimeDesign.md "per_kernel"): a kernel's
+input image is ``KernelFunction.ir_module()`` (the kernel, the device functions it
+calls, imports as declarations); a Python module that defines ``@sycl.external``
+functions gets one library image. Input and object images depend only on source, so
+they are made once per process and shared by every bundle (the bundle carries the
+spec-constant values): ``input_image`` and ``object_image`` are memoised and
+thread-safe (a second caller waits for the first).
+
+>>> library_modules() is not None
+True
+"""
+from __future__ import annotations
+
+import threading
+from typing import Iterable
+
+from ..errors import errc, exception
+from ..ir.core import Module
+from . import stats, toolchain
+from .device_image import bundle_state, device_image, image_property_sets, kernel_ids_of
+from .kernel_id import (get_kernel_id, kernel_function_module, kernel_id,
+                        registered_kernels)
+
+_lock = threading.RLock()
+_inputs: dict[int, tuple[object, device_image]] = {}      # id(kernel fn) -> (fn, image)
+_libraries: dict[str, tuple[tuple, device_image]] = {}    # module -> (externals, image)
+_objects: dict[int, device_image] = {}                     # id(input image) -> object image
+_key_locks: dict[object, threading.Lock] = {}
+
+
+def _key_lock(key) -> threading.Lock:
+    with _lock:
+        return _key_locks.setdefault(key, threading.Lock())
+
+
+def _frontend_registry():
+    from ..frontend import registry
+    return registry
+
+
+def input_image(kid: kernel_id) -> device_image:
+    """The input image of one kernel (frontend IR), made once per kernel definition."""
+    kfn = kid.kernel
+    if kfn is None:
+        raise exception(errc.kernel_not_supported,
+                        f"kernel {kid.get_name()} is not defined in this process (import the "
+                        "module that defines it, or load a bundle that contains it)")
+    hit = _inputs.get(id(kfn))
+    if hit is not None and hit[0] is kfn:
+        return hit[1]
+    with _key_lock(("input", id(kfn))):
+        hit = _inputs.get(id(kfn))
+        if hit is not None and hit[0] is kfn:
+            return hit[1]
+        stats.bump("frontend_count")
+        module = kfn.ir_module()
+        img = device_image(bundle_state.input, module, [kid],
+                           translation_unit=kernel_function_module(kfn))
+        _inputs[id(kfn)] = (kfn, img)
+        return img
+
+
+def _externals_by_module() -> dict[str, list]:
+    try:
+        defined = _frontend_registry().externals_defined()
+    except ImportError:
+        return {}
+    out: dict[str, list] = {}
+    for ext in defined.values():
+        out.setdefault(kernel_function_module(ext) or "?", []).append(ext)
+    return out
+
+
+def library_modules() -> list[str]:
+    """Python modules imported so far that define ``@sycl.external`` functions."""
+    return sorted(_externals_by_module())
+
+
+def library_image(module_name: str) -> device_image | None:
+    """The library image of one Python module's ``@sycl.external`` definitions."""
+    exts = tuple(_externals_by_module().get(module_name, ()))
+    if not exts:
+        return None
+    hit = _libraries.get(module_name)
+    if hit is not None and len(hit[0]) == len(exts) and all(a is b for a, b in zip(hit[0], exts)):
+        return hit[1]
+    with _key_lock(("library", module_name)):
+        hit = _libraries.get(module_name)
+        if hit is not None and len(hit[0]) == len(exts) and all(a is b for a, b in zip(hit[0], exts)):
+            return hit[1]
+        stats.bump("frontend_count")
+        modules = [e.ir_module() for e in exts]
+        module = modules[0] if len(modules) == 1 else _merge_library(module_name, modules)
+        module.name = module_name
+        img = device_image(bundle_state.input, module, [], translation_unit=module_name)
+        _libraries[module_name] = (exts, img)
+        return img
+
+
+def _merge_library(name: str, modules: list[Module]) -> Module:
+    """One module from several externals' modules; a device helper that two of them
+    include is kept once (same name, same Python function)."""
+    merged = Module(name)
+    seen: set[str] = set()
+    for m in modules:
+        for f in m.functions:
+            if f.name in seen:
+                continue
+            seen.add(f.name)
+            merged.functions.append(f)
+        for s in m.spec_constants:
+            if merged.spec_constant(s.unique_id) is None:
+                merged.spec_constants.append(s)
+        for d in m.device_globals:
+            if merged.device_global(d.unique_id) is None:
+                merged.device_globals.append(d)
+    # An external defined in one module and declared by another is resolved here.
+    defined = {f.name for f in merged.functions if not f.is_declaration}
+    merged.functions = [f for f in merged.functions
+                        if not (f.is_declaration and f.name in defined)]
+    return merged
+
+
+def all_library_images() -> list[device_image]:
+    return [img for m in library_modules() if (img := library_image(m)) is not None]
+
+
+def libraries_for(images: Iterable[device_image]) -> list[device_image]:
+    """The library images that define what ``images`` import, transitively."""
+    libs = all_library_images()
+    exporters: dict[str, device_image] = {}
+    for lib in libs:
+        for sym in lib.exports:
+            exporters.setdefault(sym, lib)
+    chosen: list[device_image] = []
+    todo = [sym for img in images for sym in img.imports]
+    have = {sym for img in images for sym in img.exports}
+    while todo:
+        sym = todo.pop()
+        if sym in have:
+            continue
+        lib = exporters.get(sym)
+        if lib is None or lib in chosen:
+            have.add(sym)
+            continue
+        chosen.append(lib)
+        have.update(lib.exports)
+        todo.extend(lib.imports)
+    return chosen
+
+
+def input_images(kernel_ids: Iterable[kernel_id] | None = None,
+                 module_name: str | None = None) -> list[device_image]:
+    """Input images for ``kernel_ids`` (default: every kernel defined so far, or those
+    of ``module_name``) plus the library images they need."""
+    explicit = kernel_ids is not None
+    if not explicit:
+        kernel_ids = [get_kernel_id(k) for k in registered_kernels(module_name)]
+    images = [input_image(k) for k in kernel_ids]
+    if module_name is not None:
+        own = library_image(module_name)
+        if own is not None and own not in images:
+            images.append(own)
+    elif not explicit:
+        return images + all_library_images()
+    return images + [lib for lib in libraries_for(images) if lib not in images]
+
+
+def object_image(img: device_image) -> device_image:
+    """Compile one input image (verify, optimise); memoised per input image.
+
+    Failures are ``errc.build`` naming the image's kernel (or library module).
+    """
+    if img.state is bundle_state.object:
+        return img
+    hit = _objects.get(id(img))
+    if hit is not None:
+        return hit
+    with _key_lock(("object", id(img))):
+        hit = _objects.get(id(img))
+        if hit is not None:
+            return hit
+        what = ", ".join(k.get_name() for k in img.get_kernel_ids()) or f"library {img.translation_unit}"
+        stats.bump("compile_count")
+        try:
+            module = toolchain.optimise(toolchain.clone(img.module))
+        except exception as e:
+            if e.code() is errc.build:
+                raise
+            raise exception(errc.build, f"compiling {what} failed: {e}") from e
+        except Exception as e:
+            raise exception(errc.build, f"compiling {what} failed: {type(e).__name__}: {e}") from e
+        obj = device_image(bundle_state.object, module, img.get_kernel_ids(),
+                           registry=image_property_sets(module),
+                           translation_unit=img.translation_unit)
+        obj._source_image = img  # keeps id(img) valid as a memo key
+        _objects[id(img)] = obj
+        return obj
+
+
+def object_image_from_module(module: Module, translation_unit: str | None = None) -> device_image:
+    """An object image around IR read from a bundle file."""
+    return device_image(bundle_state.object, module, kernel_ids_of(module),
+                        translation_unit=translation_unit)

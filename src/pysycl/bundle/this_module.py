@@ -1,0 +1,65 @@
+"""``sycl.this_module`` (SYCL Modules seed): the bundle of the calling Python module.
+
+A Python module is the translation unit: ``this_module.get(ctx, state)`` holds the
+kernels defined in the module that calls it, plus its ``@sycl.external`` library image
+(and, for object/executable state, the library images its kernels import).
+
+>>> import pysycl as sycl                                             # doctest: +SKIP
+>>> kb = sycl.this_module.get(ctx, sycl.bundle_state.executable)           # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import sys
+
+from . import free_functions as ff
+from .device_image import bundle_state
+from .kernel_bundle import kernel_bundle
+from .kernel_id import get_kernel_id, registered_kernels
+from .linker import build_for_devices, default_linked_kernel
+from .sources import input_images, library_image, object_image
+
+
+def _caller_module(depth: int = 2) -> str:
+    return sys._getframe(depth).f_globals.get("__name__", "__main__")
+
+
+def module_bundle(ctx, state, module_name: str, devices=None) -> kernel_bundle:
+    """The bundle of Python module ``module_name`` (what ``get`` returns for it)."""
+    state = ff._state(state)
+    ctx_devices = list(ctx.get_devices())
+    devs = ff._check_devices(ctx_devices if devices is None else devices, ctx_devices,
+                             "the context")
+    ff._check_online_tools(state, devs)
+    images = [img for img in input_images(module_name=module_name)
+              if any(img.compatible_with(d) for d in devs)]
+    if state is bundle_state.object:
+        images = [object_image(img) for img in images]
+    elif state is bundle_state.executable:
+        kids = [k for img in images for k in img.get_kernel_ids()]
+        images = build_for_devices([default_linked_kernel(k) for k in kids], devs, "auto", None)
+    return kernel_bundle(ctx, devs, state, images)
+
+
+def get(ctx, state=bundle_state.executable) -> kernel_bundle:
+    """The calling module's kernels in ``state`` for every device of ``ctx``."""
+    return module_bundle(ctx, state, _caller_module())
+
+
+def has_any_module(ctx) -> bool:
+    """Whether the calling module defines any kernel or ``@sycl.external`` function."""
+    name = _caller_module()
+    return bool(registered_kernels(name)) or library_image(name) is not None
+
+
+def has_module_in(ctx, state) -> bool:
+    """Whether ``get(ctx, state)`` gives a non-empty bundle for the calling module."""
+    name = _caller_module()
+    if not (registered_kernels(name) or library_image(name) is not None):
+        return False
+    return not ff._lacks_online_tools(ff._state(state), list(ctx.get_devices()))
+
+
+def get_kernel(ctx, kernel):
+    """The ``sycl.kernel`` for ``kernel`` from the calling module's executable bundle."""
+    kb = module_bundle(ctx, bundle_state.executable, _caller_module())
+    return kb.get_kernel(get_kernel_id(kernel))

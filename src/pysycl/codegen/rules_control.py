@@ -1,0 +1,189 @@
+"""Rules for structured control flow, calls, work-item queries, barriers and groups.
+
+Loops push a :class:`~.context.LoopTarget` so ``break``/``continue`` find their blocks;
+``while``'s cond region ends with ``yield``, which branches to the body or the exit.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ..ir.types import ScalarType
+from . import types as lt
+from .context import AccessorValue, LoopTarget, rule
+from .rules_memory import declare_var, index64, var_address
+
+
+@rule("if")
+def lower_if(ctx, op):
+    then_r, else_r = op.regions
+    then_bb, else_bb, merge = ctx.block("if.then"), ctx.block("if.else"), ctx.block("if.end")
+    ctx.builder.cbranch(ctx.get(op.operands[0]), then_bb, else_bb)
+    for bb, region in ((then_bb, then_r), (else_bb, else_r)):
+        ctx.builder.position_at_end(bb)
+        ctx.lower_region(region)
+        ctx.branch_if_open(merge)
+    ctx.builder.position_at_end(merge)
+
+
+def trip_count(ctx, lo, hi, step):
+    """len(range(lo, hi, step)) in i64, computed once (0 for step == 0, where Python
+    raises ValueError)."""
+    bld, zero, one = ctx.builder, ll.Constant(lt.I64, 0), ll.Constant(lt.I64, 1)
+    pos = bld.icmp_signed(">", step, zero)
+    neg = bld.icmp_signed("<", step, zero)
+    span = bld.select(pos, bld.sub(hi, lo), bld.sub(lo, hi))
+    den = bld.select(pos, step, bld.select(neg, bld.sub(zero, step), one))
+    n = bld.add(bld.udiv(bld.sub(span, one), den), one)
+    has = bld.and_(bld.icmp_signed(">", span, zero), bld.or_(pos, neg))
+    return bld.select(has, n, zero)
+
+
+@rule("for")
+def lower_for(ctx, op):
+    lo_v, hi_v, step_v = op.operands
+    t: ScalarType = lo_v.type
+    lo, hi, step = (index64(ctx, v) for v in op.operands)
+    n = trip_count(ctx, lo, hi, step)
+    name = op.attrs["var"]
+    if name not in ctx.vars:
+        declare_var(ctx, name, t)
+    bld = ctx.builder
+    pre = bld.block
+    header, body, latch, done = (ctx.block(f"for.{s}") for s in ("cond", "body", "inc", "end"))
+    bld.branch(header)
+    bld.position_at_end(header)
+    k = bld.phi(lt.I64, name="k")
+    k.add_incoming(ll.Constant(lt.I64, 0), pre)
+    bld.cbranch(bld.icmp_signed("<", k, n), body, done)
+    bld.position_at_end(body)
+    i = bld.add(lo, bld.mul(k, step))
+    ptr, vt = var_address(ctx, name, op)
+    ctx.store(bld.trunc(i, ctx.vtype(vt)) if vt.bits < 64 else i, ptr, vt)
+    ctx.loops.append(LoopTarget(latch, done))
+    ctx.lower_region(op.regions[0])
+    ctx.loops.pop()
+    ctx.branch_if_open(latch)
+    bld.position_at_end(latch)
+    k.add_incoming(bld.add(k, ll.Constant(lt.I64, 1)), latch)
+    bld.branch(header)
+    bld.position_at_end(done)
+
+
+@rule("while")
+def lower_while(ctx, op):
+    cond_r, body_r = op.regions
+    cond_bb, body_bb, done = ctx.block("while.cond"), ctx.block("while.body"), ctx.block("while.end")
+    ctx.builder.branch(cond_bb)
+    ctx.builder.position_at_end(cond_bb)
+    ctx.loops.append(LoopTarget(cond_bb, done))
+    ctx.yield_targets.append((body_bb, done))
+    ctx.lower_region(cond_r)
+    ctx.yield_targets.pop()
+    if not ctx.terminated():
+        raise ctx.error(op, "a while condition region must end with yield")
+    ctx.builder.position_at_end(body_bb)
+    ctx.lower_region(body_r)
+    ctx.loops.pop()
+    ctx.branch_if_open(cond_bb)
+    ctx.builder.position_at_end(done)
+
+
+@rule("yield")
+def lower_yield(ctx, op):
+    if not ctx.yield_targets:
+        raise ctx.error(op, "yield outside a while condition")
+    body_bb, done = ctx.yield_targets[-1]
+    ctx.builder.cbranch(ctx.get(op.operands[0]), body_bb, done)
+
+
+@rule("break", "continue")
+def lower_break_continue(ctx, op):
+    if not ctx.loops:
+        raise ctx.error(op, f"{op.name} outside a loop")
+    loop = ctx.loops[-1]
+    ctx.builder.branch(loop.break_block if op.name == "break" else loop.continue_block)
+
+
+@rule("return")
+def lower_return(ctx, op):
+    if op.operands and lt.has_storage(op.operands[0].type) and ctx.llfn.return_value.type != lt.VOID:
+        ctx.builder.ret(ctx.get(op.operands[0]))
+    else:
+        ctx.builder.ret_void()
+
+
+@rule("assert")
+def lower_assert(ctx, op):
+    """Removed unless debug (KERNEL_LANGUAGE.md). In debug builds a failure records the
+    source line in the exported i32 ``__pysycl_assert_line`` for the driver to report
+    after the launch (the entry ABI has no other error channel)."""
+    if not ctx.lowering.debug:
+        return
+    flag = ctx.llmodule.globals.get("__pysycl_assert_line")
+    if flag is None:
+        flag = ll.GlobalVariable(ctx.llmodule, lt.I32, "__pysycl_assert_line")
+        flag.initializer = ll.Constant(lt.I32, 0)
+    with ctx.builder.if_then(ctx.builder.not_(ctx.get(op.operands[0])), likely=False):
+        ctx.builder.store(ll.Constant(lt.I32, op.loc.line or -1), flag)
+
+
+def call_args(ctx, values) -> list:
+    """IR call operands -> LLVM arguments (the same expansion as parameters)."""
+    out = []
+    for v in values:
+        if not lt.has_storage(v.type):
+            continue
+        x = ctx.get(v)
+        if isinstance(x, AccessorValue):
+            out += [x.ptr, *x.ranges, x.offset] if lt.is_expanded(v.type) else [x.ptr]
+        else:
+            out.append(x)
+    return out
+
+
+@rule("call")
+def lower_call(ctx, op):
+    callee = op.attrs["callee"]
+    fn = ctx.functions.get(callee)
+    if fn is None:
+        raise ctx.error(op, f"call to unknown function {callee!r}")
+    args = call_args(ctx, op.operands) + [ctx.spec_buffer] + ctx.lowering.hidden_args(ctx)
+    result = ctx.builder.call(fn, args)
+    return result if op.result is not None and lt.has_storage(op.type) else None
+
+
+# Work-items, groups, barriers ----------------------------------------------------------
+def _wi_rule(query: str):
+    def lower_work_item(ctx, op):
+        dim = op.attrs.get("dim")
+        return ctx.lowering.work_item(ctx, query, None if dim is None else int(dim))
+    lower_work_item.__name__ = f"lower_wi_{query}"
+    return lower_work_item
+
+
+for _q in ("global_id", "local_id", "group_id", "global_range", "local_range", "group_range",
+           "global_offset", "global_linear_id", "local_linear_id", "group_linear_id"):
+    rule(f"wi.{_q}")(_wi_rule(_q))
+for _q in ("local_id", "local_range", "group_id", "group_range"):
+    rule(f"sg.{_q}")(lambda ctx, op, _q=_q: ctx.lowering.sub_group(ctx, _q))
+
+
+@rule("barrier")
+def lower_barrier(ctx, op):
+    ctx.lowering.barrier(ctx, op)
+
+
+@rule("group.reduce")
+def lower_group_reduce(ctx, op):
+    if op.attrs["scope"] == "work_group":
+        raise ctx.error(op, "reduce_over_group at work_group scope must be lowered by a pass "
+                            "before code generation")
+    return ctx.lowering.sub_group_reduce(ctx, op, ctx.get(op.operands[0]))
+
+
+@rule("wg.items")
+def lower_wg_items(ctx, op):
+    ctx.lowering.work_group_items(ctx, op)
+
+
+__all__ = ["call_args", "trip_count"]

@@ -1,0 +1,318 @@
+"""Rules for named slots, aggregates, pointers, accessors, device globals,
+specialization constants and atomics."""
+from __future__ import annotations
+
+import hashlib
+import re
+
+from llvmlite import ir as ll
+
+from ..ir.core import Op
+from ..ir.types import ArrayType, ScalarType, StructType, TupleType, Type, VecType
+from . import types as lt
+from .context import LoweringContext, VarSlot, rule
+from .rules_scalar import scalar_of, splat
+from .target_lowering import FAILURE_ORDERINGS, ORDERINGS
+
+
+# Named slots (Python locals) -----------------------------------------------------------
+def declare_var(ctx: LoweringContext, name: str, t: Type, per_item: bool = False) -> VarSlot:
+    """The slot ``name``, created on first declaration. Per-item slots (work-group
+    fission) get one element per work-item: an alloca of the group's size in the entry
+    block, so each call of the group function gets fresh storage."""
+    slot = ctx.vars.get(name)
+    if slot is not None and slot.type == t and slot.per_item == per_item:
+        return slot
+    count = ctx.lowering.per_item_count(ctx) if per_item else None
+    slot = VarSlot(ctx.alloca(ctx.mtype(t), count, name=_llname(name)), t, per_item)
+    ctx.vars[name] = slot
+    return slot
+
+
+def slot_address(ctx: LoweringContext, op: Op) -> tuple[ll.Value, Type]:
+    return var_address(ctx, op.attrs["name"], op)
+
+
+def var_address(ctx: LoweringContext, name: str, op: Op) -> tuple[ll.Value, Type]:
+    """Address of slot ``name`` (this work-item's element for per-item slots)."""
+    slot = ctx.vars.get(name)
+    if slot is None:
+        raise ctx.error(op, f"local variable {name!r} is used before its declaration")
+    if not slot.per_item:
+        return slot.ptr, slot.type
+    lin = ctx.lowering.work_item(ctx, "local_linear_id", None)
+    return ctx.builder.gep(slot.ptr, [lin], inbounds=True, source_etype=ctx.mtype(slot.type)), slot.type
+
+
+def _llname(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
+
+
+@rule("var")
+def lower_var(ctx, op):
+    declare_var(ctx, op.attrs["name"], op.attrs["type"], bool(op.attrs.get("per_item")))
+
+
+@rule("var.load")
+def lower_var_load(ctx, op):
+    ptr, t = slot_address(ctx, op)
+    return ctx.load(ptr, t)
+
+
+@rule("var.store")
+def lower_var_store(ctx, op):
+    ptr, t = slot_address(ctx, op)
+    ctx.store(ctx.get(op.operands[0]), ptr, t)
+
+
+@rule("var.addr")
+def lower_var_addr(ctx, op):
+    return slot_address(ctx, op)[0]
+
+
+# Aggregates ------------------------------------------------------------------------------
+def _undef(ctx, t: Type):
+    return ll.Constant(ctx.vtype(t), ll.Undefined)
+
+
+@rule("struct.make")
+def lower_struct_make(ctx, op):
+    agg = _undef(ctx, op.type)
+    for i, v in enumerate(op.operands):
+        idx, ft = lt.field_index(op.type, i)
+        agg = ctx.builder.insert_value(agg, ctx.to_memory(ctx.get(v), ft), idx)
+    return agg
+
+
+@rule("struct.get")
+def lower_struct_get(ctx, op):
+    idx, ft = lt.field_index(op.operands[0].type, op.attrs["field"])
+    return ctx.to_value(ctx.builder.extract_value(ctx.get(op.operands[0]), idx), ft)
+
+
+@rule("struct.insert")
+def lower_struct_insert(ctx, op):
+    idx, ft = lt.field_index(op.operands[0].type, op.attrs["field"])
+    s, v = ctx.operands(op)
+    return ctx.builder.insert_value(s, ctx.to_memory(v, ft), idx)
+
+
+@rule("array.make")
+def lower_array_make(ctx, op):
+    agg = _undef(ctx, op.type)
+    for i, v in enumerate(op.operands):
+        agg = ctx.builder.insert_value(agg, ctx.to_memory(ctx.get(v), op.type.elem), i)
+    return agg
+
+
+@rule("array.get")
+def lower_array_get(ctx, op):
+    arr, idx = op.operands
+    elem = arr.type.elem
+    if idx.owner is not None and idx.owner.name == "const":
+        return ctx.to_value(ctx.builder.extract_value(ctx.get(arr), int(idx.owner.attrs["value"])), elem)
+    # A dynamic index needs memory; SROA turns this back into selects when it can.
+    tmp = ctx.alloca(ctx.mtype(arr.type))
+    ctx.builder.store(ctx.get(arr), tmp)
+    p = ctx.builder.gep(tmp, [ll.Constant(lt.I64, 0), index64(ctx, idx)], inbounds=True,
+                        source_etype=ctx.mtype(arr.type))
+    return ctx.load(p, elem)
+
+
+@rule("vec.make")
+def lower_vec_make(ctx, op):
+    vals = ctx.operands(op)
+    if len(vals) == 1 and op.type.n > 1:
+        return splat(ctx, vals[0], op.type)
+    vec = _undef(ctx, op.type)
+    for i, v in enumerate(vals):
+        vec = ctx.builder.insert_element(vec, v, ll.Constant(lt.I32, i))
+    return vec
+
+
+@rule("vec.get")
+def lower_vec_get(ctx, op):
+    vec, idx = ctx.operands(op)
+    return ctx.builder.extract_element(vec, idx)
+
+
+@rule("tuple.make")
+def lower_tuple_make(ctx, op):
+    agg = _undef(ctx, op.type)
+    for i, v in enumerate(op.operands):
+        if lt.has_storage(v.type):
+            agg = ctx.builder.insert_value(agg, ctx.get(v), i)
+    return agg
+
+
+@rule("tuple.get")
+def lower_tuple_get(ctx, op):
+    return ctx.builder.extract_value(ctx.get(op.operands[0]), int(op.attrs["index"]))
+
+
+# Pointers ---------------------------------------------------------------------------------
+def index64(ctx, v) -> ll.Value:
+    """An integer IR value widened to i64 by its own signedness (GEP sign-extends)."""
+    x, s = ctx.get(v), scalar_of(v.type)
+    if s.bits >= 64:
+        return x
+    return ctx.builder.sext(x, lt.I64) if s.is_signed else ctx.builder.zext(x, lt.I64)
+
+
+@rule("ptr.offset")
+def lower_ptr_offset(ctx, op):
+    p, i = op.operands
+    return ctx.builder.gep(ctx.get(p), [index64(ctx, i)], source_etype=ctx.mtype(p.type.pointee))
+
+
+@rule("ptr.elem")
+def lower_ptr_elem(ctx, op):
+    p, i = op.operands
+    return ctx.builder.gep(ctx.get(p), [ll.Constant(lt.I64, 0), index64(ctx, i)],
+                           source_etype=ctx.mtype(p.type.pointee))
+
+
+@rule("ptr.field")
+def lower_ptr_field(ctx, op):
+    (p,) = op.operands
+    idx, _ = lt.field_index(p.type.pointee, op.attrs["field"])
+    return ctx.builder.gep(ctx.get(p), [ll.Constant(lt.I32, 0), ll.Constant(lt.I32, idx)],
+                           source_etype=ctx.mtype(p.type.pointee))
+
+
+@rule("load")
+def lower_load(ctx, op):
+    (p,) = op.operands
+    return ctx.load(ctx.get(p), p.type.pointee)
+
+
+@rule("store")
+def lower_store(ctx, op):
+    p, v = op.operands
+    ctx.store(ctx.get(v), ctx.get(p), p.type.pointee)
+
+
+# Accessors --------------------------------------------------------------------------------
+@rule("acc.ptr")
+def lower_acc_ptr(ctx, op):
+    acc = ctx.get(op.operands[0])
+    idx = [index64(ctx, v) for v in op.operands[1:]]
+    if len(idx) != len(acc.ranges):
+        raise ctx.error(op, f"accessor of {len(acc.ranges)} dimensions indexed with {len(idx)}")
+    bld = ctx.builder
+    lin = idx[0]
+    for d in range(1, len(idx)):  # row-major over the memory range (SYCL 4.7.6.9)
+        lin = bld.add(bld.mul(lin, acc.ranges[d]), idx[d])
+    lin = bld.add(lin, acc.offset)
+    return bld.gep(acc.ptr, [lin], inbounds=True, source_etype=ctx.mtype(acc.elem))
+
+
+@rule("acc.range")
+def lower_acc_range(ctx, op):
+    return ctx.get(op.operands[0]).ranges[int(op.attrs["dim"])]
+
+
+# Device globals and specialization constants ------------------------------------------------
+def device_global_symbol(unique_id: str) -> str:
+    """The LLVM symbol of the device_global with ``unique_id``: readable and deterministic,
+    with a hash so IDs that differ only in punctuation cannot collide.
+
+    >>> device_global_symbol("app.counter")
+    '__pysycl_dg_app_counter_5b0c2c3f'
+    """
+    digest = hashlib.sha256(unique_id.encode()).hexdigest()[:8]
+    return f"__pysycl_dg_{_llname(unique_id).replace('.', '_')}_{digest}"
+
+
+def device_global(ctx: LoweringContext, unique_id: str, t: Type) -> ll.GlobalVariable:
+    name = device_global_symbol(unique_id)
+    if name in ctx.llmodule.globals:
+        return ctx.llmodule.globals[name]
+    g = ll.GlobalVariable(ctx.llmodule, ctx.mtype(t), name,
+                          addrspace=ctx.lowering.addrspaces["global"])
+    g.initializer = ll.Constant(ctx.mtype(t), None)  # zero-initialised (SYCL 2020 ext device_global)
+    g.align = max(t.align, 8)
+    linkage = ctx.lowering.device_global_linkage()
+    if linkage:
+        g.linkage = linkage
+    return g
+
+
+@rule("dg.addr")
+def lower_dg_addr(ctx, op):
+    uid = op.attrs["id"]
+    decl = ctx.module.device_global(uid)
+    t = decl.type if decl is not None else op.type.pointee
+    return device_global(ctx, uid, t)
+
+
+@rule("spec.load")
+def lower_spec_load(ctx, op):
+    # Align 1: the buffer packs constants back to back (seed 001 layout), so a value may
+    # sit at any offset.
+    p = ctx.builder.gep(ctx.spec_buffer, [ll.Constant(lt.I64, int(op.attrs["offset"]))],
+                        source_etype=lt.I8)
+    return ctx.load(p, op.type, align=1)
+
+
+@rule("spec.native")
+def lower_spec_native(ctx, op):
+    return ctx.lowering.spec_native(ctx, op)
+
+
+@rule("spec.get")
+def lower_spec_get(ctx, op):
+    raise ctx.error(op, f"specialization constant {op.attrs['id']!r} was not lowered before "
+                        "code generation (run the spec-constant lowering pass after link)")
+
+
+# Atomics -----------------------------------------------------------------------------------
+_RMW_INT = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
+_RMW_FLOAT = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax", "xchg": "xchg"}
+
+
+@rule("atomic.rmw")
+def lower_atomic_rmw(ctx, op):
+    p, v = op.operands
+    s, kind = scalar_of(v.type), op.attrs["op"]
+    if s.is_float:
+        llop = _RMW_FLOAT.get(kind)
+    elif kind in ("min", "max"):
+        llop = kind if s.is_signed else "u" + kind
+    else:
+        llop = _RMW_INT.get(kind)
+    if llop is None:
+        raise ctx.error(op, f"atomic {kind} is not defined on {s}")
+    return ctx.builder.atomic_rmw(llop, ctx.get(p), ctx.get(v), ORDERINGS[op.attrs["order"]])
+
+
+@rule("atomic.cmpxchg")
+def lower_atomic_cmpxchg(ctx, op):
+    p, expected, desired = op.operands
+    s, bld = scalar_of(expected.type), ctx.builder
+    e, d = ctx.get(expected), ctx.get(desired)
+    if s.is_float:  # cmpxchg takes integers: compare the bit patterns (like C++ atomic_ref)
+        it = ll.IntType(s.bits)
+        e, d = bld.bitcast(e, it), bld.bitcast(d, it)
+    order = ORDERINGS[op.attrs["order"]]
+    pair = bld.cmpxchg(ctx.get(p), e, d, order, FAILURE_ORDERINGS[order])
+    old = bld.extract_value(pair, 0)
+    return bld.bitcast(old, ctx.vtype(s)) if s.is_float else old
+
+
+@rule("atomic.load")
+def lower_atomic_load(ctx, op):
+    (p,) = op.operands
+    order = {"release": "relaxed", "acq_rel": "acquire"}.get(op.attrs["order"], op.attrs["order"])
+    return ctx.builder.load_atomic(ctx.get(p), ORDERINGS[order], op.type.size,
+                                   typ=ctx.mtype(op.type))
+
+
+@rule("atomic.store")
+def lower_atomic_store(ctx, op):
+    p, v = op.operands
+    order = {"acquire": "relaxed", "acq_rel": "release"}.get(op.attrs["order"], op.attrs["order"])
+    ctx.builder.store_atomic(ctx.get(v), ctx.get(p), ORDERINGS[order], v.type.size)
+
+
+__all__ = ["device_global_symbol", "declare_var", "index64"]

@@ -1,0 +1,85 @@
+"""Kernel-language functions that users call as ``sycl.<name>`` inside kernels.
+
+These Python objects are only markers: the frontend recognises them by identity through
+the builtin catalogue (``frontend.builtins``) and lowers the call to IR. The public
+facade re-exports them. Where a host meaning is obvious (``static_range``,
+``private_array``) it is given, so ``@sycl.device`` helpers can also be called from
+Python; the rest raise.
+
+>>> list(static_range(3))
+[0, 1, 2]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import errc, exception
+from ..types import as_dtype, memory_order, memory_scope
+
+
+def _kernel_only(name):
+    raise exception(errc.invalid, f"sycl.{name} can only be used inside a kernel")
+
+
+def static_range(*args):
+    """``for i in sycl.static_range(n)``: a loop the compiler must unroll."""
+    return range(*args)
+
+
+def private_array(dtype, n):
+    """A per-work-item array of ``n`` elements (on the host: a NumPy array)."""
+    return np.zeros(n, as_dtype(dtype))
+
+
+class atomic_ref:
+    """``sycl.atomic_ref(acc_or_ptr, index, order=relaxed, scope=device)`` (SYCL 2020
+    4.15.3); methods fetch_add/sub/min/max/and/or/xor, exchange,
+    compare_exchange_strong, load, store."""
+
+    def __init__(self, ref, index=0, order=memory_order.relaxed, scope=memory_scope.device):
+        _kernel_only("atomic_ref")
+
+
+def group_barrier(group, fence_scope=None):
+    """Wait until every work-item of ``group`` reached this barrier."""
+    _kernel_only("group_barrier")
+
+
+def reduce_over_group(group, x, op):
+    """Combine ``x`` over the group with ``op`` (``sycl.plus()``, ``minimum()``, ``maximum()``)."""
+    _kernel_only("reduce_over_group")
+
+
+class _group_op:
+    #: The IR ``group.reduce`` op attribute.
+    ir_name = ""
+
+    def __call__(self, a, b):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+class plus(_group_op):
+    ir_name = "plus"
+
+    def __call__(self, a, b):
+        return a + b
+
+
+class minimum(_group_op):
+    ir_name = "minimum"
+
+    def __call__(self, a, b):
+        return min(a, b)
+
+
+class maximum(_group_op):
+    ir_name = "maximum"
+
+    def __call__(self, a, b):
+        return max(a, b)

@@ -1,0 +1,285 @@
+"""The state shared while one Python function is lowered to one IR function: the op
+builder (region stack, locations), conversions between types, and local variables.
+
+Python locals become named slots (ARCHITECTURE.md, "IR shape"): one ``var`` per name at
+function entry, typed from the first assignment; ``var.load``/``var.store`` per use.
+Aggregates are read and written in place through ``var.addr`` (see ``memory``). The
+expression, statement, memory and call rules are mixins over this class.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+
+import numpy as np
+
+from ..ir import types as T
+from ..ir.core import Op, Region, Value
+from ..ir.ops import opdef
+from .diagnostics import error_at, loc_of
+from .scope import classify_value
+from .source import ParsedFunction, lookup_name
+from .typing_rules import default_type, literal_fits
+from .values import HANDLES, AtomicHandle, Lit, Obj, TupleVal
+
+
+@dataclasses.dataclass
+class Slot:
+    type: T.Type
+    line: int          # where the first assignment set the type (for the error message)
+
+
+def type_name(t: T.Type) -> str:
+    """A type as users know it: NumPy names for scalars."""
+    if isinstance(t, T.ScalarType):
+        return str(t.dtype)
+    return str(t)
+
+
+def fv_type_name(fv) -> str:
+    if isinstance(fv, Value):
+        return type_name(fv.type)
+    if isinstance(fv, Lit):
+        return f"Python {type(fv.value).__name__}"
+    if isinstance(fv, TupleVal):
+        return "tuple"
+    if isinstance(fv, Obj):
+        return type(fv.value).__name__
+    return type(fv).__name__
+
+
+class LoweringBase:
+    """One function being lowered. ``env`` maps parameter names to their values."""
+
+    def __init__(self, session, parsed: ParsedFunction, env: dict, return_type, is_kernel: bool):
+        self.session = session
+        self.parsed = parsed
+        self.src = parsed.source
+        self.fn = parsed.fn
+        self.env = dict(env)
+        self.return_type = return_type      # None: inferred from the first `return`
+        self.return_line = 0
+        self.is_kernel = is_kernel
+        self.slots: dict[str, Slot] = {}
+        self.handles: dict[str, tuple] = {}
+        self.entry_ops: list[Op] = []
+        self.regions: list[Region] = []
+        self.loop_depth = 0
+        self._temp = 0
+        self.local_names = assigned_names(parsed.node)
+
+    # Errors and emission ------------------------------------------------------------
+    def error(self, node, message, hint=None):
+        error_at(self.src, node, message, hint)
+
+    def emit(self, name: str, operands=(), type: T.Type = T.VOID, attrs=None, node=None,
+             regions=None) -> Op:
+        d = opdef(name)  # only catalogue ops leave the frontend
+        missing = [a for a in d.attrs if a not in (attrs or {})]
+        assert not missing, f"frontend bug: op {name} without attrs {missing}"
+        op = Op(name, operands, type, attrs, regions, loc_of(self.src, node))
+        self.regions[-1].append(op)
+        return op
+
+    def value(self, name, operands, type, attrs=None, node=None) -> Value:
+        return self.emit(name, operands, type, attrs, node).result
+
+    @contextlib.contextmanager
+    def region(self, region: Region):
+        self.regions.append(region)
+        try:
+            yield region
+        finally:
+            self.regions.pop()
+
+    def temp_name(self, what: str) -> str:
+        # A dot never occurs in a Python identifier: temporaries cannot clash with locals.
+        self._temp += 1
+        return f"{what}.{self._temp}"
+
+    # Constants and conversions --------------------------------------------------------
+    def const(self, py, ty: T.Type, node) -> Value:
+        if isinstance(ty, T.ScalarType):
+            py = bool(py) if ty.is_bool else int(py) if ty.is_int else float(py)
+            return self.value("const", [], ty, {"value": py}, node)
+        if isinstance(ty, T.VecType):
+            return self.value("vec.make", [self.const(py, ty.elem, node)], ty, node=node)
+        raise AssertionError(f"const of {ty}")
+
+    def materialize(self, fv, node) -> Value:
+        """A run-time value for ``fv`` (weak literals take their default type)."""
+        if isinstance(fv, Value):
+            return fv
+        if isinstance(fv, Lit):
+            return self.const(fv.value, default_type(fv.value), node)
+        if isinstance(fv, Obj) and isinstance(fv.value, np.void):
+            ty = T.type_from_dtype(fv.value.dtype)
+            return self.value("const", [], ty, {"value": fv.value.tobytes()}, node)
+        if isinstance(fv, Obj) and isinstance(fv.value, np.generic):
+            return self.const(fv.value.item(), T.scalar_from_dtype(fv.value.dtype), node)
+        if isinstance(fv, TupleVal):
+            items = [self.materialize(x, node) for x in fv.items]
+            return self.value("tuple.make", items, T.TupleType(tuple(v.type for v in items)), node=node)
+        what = fv.value if isinstance(fv, Obj) else fv
+        self.error(node, f"{describe(what)} cannot be used as a value in kernel code")
+
+    def cast(self, v: Value, ty: T.Type, node) -> Value:
+        return v if v.type == ty else self.value("cast", [v], ty, node=node)
+
+    def coerce(self, fv, ty: T.Type, node, what: str = "value") -> Value:
+        """Convert ``fv`` to ``ty`` like NumPy assignment (``astype``)."""
+        if isinstance(fv, Obj) and isinstance(fv.value, (np.generic, np.void)):
+            fv = self.materialize(fv, node)
+        if isinstance(fv, Lit) and isinstance(ty, (T.ScalarType, T.VecType)):
+            elem = ty if isinstance(ty, T.ScalarType) else ty.elem
+            if not literal_fits(fv.value, elem):
+                self.error(node, f"Python integer {fv.value} is out of bounds for {type_name(elem)}")
+            return self.const(fv.value, ty, node)
+        if isinstance(fv, TupleVal):
+            return self._coerce_items(list(fv.items), ty, node, what)
+        if not isinstance(fv, Value):
+            self.error(node, f"cannot use {describe(fv)} as a {type_name(ty)} {what}")
+        src = fv.type
+        if src == ty:
+            return fv
+        if isinstance(src, T.IndexSpaceType) and src.dims == 1 and src.kind in ("id", "item", "nd_item"):
+            return self.cast(self.value("wi.global_id", [], T.I64, {"dim": 0}, node), ty, node)
+        if isinstance(src, T.ScalarType) and isinstance(ty, T.ScalarType):
+            return self.cast(fv, ty, node)
+        if isinstance(src, T.ScalarType) and isinstance(ty, T.VecType):
+            return self.value("vec.make", [self.cast(fv, ty.elem, node)], ty, node=node)
+        if isinstance(src, T.TupleType) and isinstance(ty, (T.StructType, T.ArrayType, T.VecType)):
+            items = [self.value("tuple.get", [fv], e, {"index": i}, node) for i, e in enumerate(src.elems)]
+            return self._coerce_items(items, ty, node, what)
+        self.error(node, f"cannot convert a {type_name(src)} {what} to {type_name(ty)}")
+
+    def _coerce_items(self, items: list, ty: T.Type, node, what) -> Value:
+        if isinstance(ty, T.StructType):
+            elems, op = [f.type for f in ty.fields], "struct.make"
+        elif isinstance(ty, T.ArrayType):
+            elems, op = [ty.elem] * ty.n, "array.make"
+        elif isinstance(ty, T.VecType):
+            elems, op = [ty.elem] * ty.n, "vec.make"
+        elif isinstance(ty, T.TupleType):
+            elems, op = list(ty.elems), "tuple.make"
+        else:
+            self.error(node, f"cannot convert a tuple {what} to {type_name(ty)}")
+        if len(items) != len(elems):
+            self.error(node, f"{type_name(ty)} needs {len(elems)} values, got {len(items)}")
+        vals = [self.coerce(x, e, node, what) for x, e in zip(items, elems)]
+        return self.value(op, vals, ty, node=node)
+
+    def truth(self, fv, node) -> Value:
+        """``bool(x)`` for conditions: numbers compare with zero, as Python does."""
+        if isinstance(fv, Lit):
+            return self.const(bool(fv.value), T.BOOL, node)
+        v = self.materialize(fv, node)
+        if v.type == T.BOOL:
+            return v
+        if not isinstance(v.type, T.ScalarType):
+            self.error(node, f"a {type_name(v.type)} value cannot be used as a condition")
+        zero = self.const(0, v.type, node)
+        return self.value("cmp", [v, zero], T.BOOL, {"pred": "ne"}, node)
+
+    # Local variables -------------------------------------------------------------------
+    def declare_slot(self, name: str, ty: T.Type, node) -> Slot:
+        slot = Slot(ty, getattr(node, "lineno", 0))
+        self.slots[name] = slot
+        self.entry_ops.append(Op("var", [], T.VOID, {"name": name, "type": ty}, None,
+                                 loc_of(self.src, node)))
+        return slot
+
+    def assign_name(self, name: str, fv, node) -> None:
+        if isinstance(fv, HANDLES) or (isinstance(fv, Obj) and not isinstance(fv.value, (np.generic, np.void))):
+            if name in self.slots:
+                self.error(node, f"cannot assign {describe(fv)} to '{name}', which holds a "
+                           f"{type_name(self.slots[name].type)} value (line {self.slots[name].line})")
+            self.handles[name] = (fv, self.regions[-1])
+            return
+        if name in self.handles:
+            self.error(node, f"'{name}' already names {describe(self.handles[name][0])} and cannot "
+                       "become a run-time value")
+        slot = self.slots.get(name)
+        if slot is None:
+            v = self.materialize(fv, node)
+            slot = self.declare_slot(name, v.type, node)
+        else:
+            self._check_reassign(name, slot, fv, node)
+            v = self.coerce(fv, slot.type, node)
+        self.emit("var.store", [v], attrs={"name": name}, node=node)
+
+    def _check_reassign(self, name, slot, fv, node) -> None:
+        ok = True
+        if isinstance(fv, Lit):
+            st = slot.type
+            ok = isinstance(st, T.ScalarType) and (
+                (isinstance(fv.value, bool) and st.is_bool)
+                or (isinstance(fv.value, int) and not isinstance(fv.value, bool) and not st.is_bool)
+                or (isinstance(fv.value, float) and st.is_float))
+        elif isinstance(fv, Value):
+            ok = fv.type == slot.type
+        elif isinstance(fv, Obj) and isinstance(fv.value, np.generic):
+            ok = T.scalar_from_dtype(fv.value.dtype) == slot.type
+        if not ok:
+            self.error(node, f"cannot assign a {fv_type_name(fv)} value to local variable '{name}', "
+                       f"which has type {type_name(slot.type)} (set on line {slot.line})",
+                       "a local keeps the type of its first assignment; convert explicitly, "
+                       f"e.g. np.{type_name(slot.type)}(...), or use another name")
+
+    def read_name(self, name: str, node):
+        if name in self.handles:
+            fv, region = self.handles[name]
+            if isinstance(fv, AtomicHandle) and region not in self.regions:
+                self.error(node, f"'{name}' was bound inside a nested block and is not visible here",
+                           "create the atomic_ref where it is used")
+            return fv
+        if name in self.slots:
+            slot = self.slots[name]
+            return self.value("var.load", [], slot.type, {"name": name}, node)
+        if name in self.env:
+            return self.env[name]
+        if name in self.local_names:
+            self.error(node, f"local variable '{name}' is referenced before assignment")
+        found, value = lookup_name(self.fn, name)
+        if not found:
+            self.error(node, f"name '{name}' is not defined")
+        return classify_value(value, self.src, node, name)
+
+
+def describe(x) -> str:
+    if isinstance(x, Obj):
+        x = x.value
+    name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
+    if name and (callable(x) or isinstance(x, type)):
+        return f"'{name}'"
+    return f"a {type(x).__name__} object"
+
+
+def assigned_names(fdef: ast.FunctionDef) -> set[str]:
+    """Names bound anywhere in the body: Python makes them local to the whole function."""
+    out: set[str] = set()
+    for node in ast.walk(fdef):
+        if node is fdef:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def stored_roots(fdef: ast.FunctionDef) -> set[str]:
+    """Names whose value is modified in place (``s.x = 1``, ``a[i] += 2``, ``s = ...``):
+    such parameters need a slot."""
+    out: set[str] = set()
+    for node in ast.walk(fdef):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Name):
+                    out.add(sub.id)
+                    break
+    return out

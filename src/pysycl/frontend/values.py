@@ -1,0 +1,91 @@
+"""What an expression lowers to, before it is an IR value.
+
+An expression is one of:
+- an ``ir.Value`` (a typed run-time value);
+- :class:`Lit`: a Python ``int``/``float``/``bool`` literal or frozen global. It stays a
+  *weak* type (NEP 50) until an operation meets a typed value, so ``f32 + 1`` is f32;
+- :class:`TupleVal`: a tuple display, kept element-wise so index tuples and
+  ``a, b = b, a`` need no IR tuple;
+- :class:`Obj`: a compile-time Python object (a module, ``np.float32``, a
+  ``@sycl.device`` function, a ``specialization_id``, an enum member...);
+- a handle (:class:`GroupHandle`, :class:`AtomicHandle`, :class:`SpecPlaceholder`): a
+  SYCL object with no storage, whose methods lower to ops.
+
+A memory location (accessor element, struct field of a local...) is a :class:`Ptr`;
+reading it is a ``load``, writing a ``store``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Union
+
+from ..ir import types as T
+from ..ir.core import Value
+
+
+@dataclasses.dataclass(frozen=True)
+class Lit:
+    value: int | float | bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Obj:
+    value: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleVal:
+    items: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupHandle:
+    scope: str          # "work_group" or "sub_group" (IR attribute values)
+    dims: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class AtomicHandle:
+    ptr: Value
+    elem: T.ScalarType
+    order: str
+    scope: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecPlaceholder:
+    """A ``sycl.spec_constant[T]`` parameter; ``p.get()`` reads spec ID ``@param:<name>``."""
+
+    name: str
+    type: T.Type
+
+    @property
+    def unique_id(self) -> str:
+        return f"@param:{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Ptr:
+    """A memory location. ``readonly`` names the read_only accessor it came from;
+    ``device_global`` is the host object when the location is a whole device_global."""
+
+    value: Value
+    readonly: str | None = None
+    device_global: Any = None
+
+    @property
+    def pointee(self) -> T.Type:
+        return self.value.type.pointee
+
+
+FV = Union[Value, Lit, Obj, TupleVal, GroupHandle, AtomicHandle, SpecPlaceholder]
+
+HANDLES = (GroupHandle, AtomicHandle, SpecPlaceholder)
+
+
+def type_of(fv) -> T.Type | None:
+    return fv.type if isinstance(fv, Value) else None
+
+
+def is_scalar(fv) -> bool:
+    return isinstance(fv, Lit) or isinstance(type_of(fv), T.ScalarType)

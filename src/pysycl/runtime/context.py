@@ -1,0 +1,94 @@
+"""``sycl.context``: devices of one backend platform that share memory and programs.
+
+>>> import pysycl as sycl
+>>> ctx = sycl.context()
+>>> ctx.get_devices() == [sycl.device()]
+True
+"""
+from __future__ import annotations
+
+import threading
+
+from ..errors import errc, exception
+from .device import device
+from .info import get_info
+
+_default_lock = threading.Lock()
+
+
+class context:
+    """``sycl.context(devices=None)``: ``devices`` is a device, a list of devices, a
+    selector, or None (the default device). Devices must share one platform."""
+
+    __slots__ = ("_devices", "_handle", "_driver", "_is_default", "__weakref__")
+    _defaults: dict = {}
+
+    def __init__(self, devices=None, async_handler=None):
+        if devices is None or callable(devices) and not isinstance(devices, device):
+            devices = [device(devices)]
+        elif isinstance(devices, device):
+            devices = [devices]
+        devices = list(dict.fromkeys(devices))
+        if not devices:
+            raise exception(errc.invalid, "a sycl.context needs at least one device")
+        for d in devices:
+            if not isinstance(d, device):
+                raise exception(errc.invalid, f"{d!r} is not a sycl.device")
+        platforms = {d.get_platform() for d in devices}
+        if len(platforms) > 1:
+            raise exception(errc.invalid, "a sycl.context cannot mix platforms/backends: "
+                            + ", ".join(repr(d) for d in devices))
+        self._devices = devices
+        self._driver = devices[0].driver
+        self._is_default = False
+        create = getattr(self._driver, "create_context", None)
+        self._handle = create([d._desc for d in devices]) if create is not None else None
+
+    @classmethod
+    def _default_for(cls, dev: device) -> "context":
+        """The platform default context of ``dev`` (what a queue uses without one):
+        the backend's own default, so no driver context is made."""
+        ctx = cls._defaults.get(dev)
+        if ctx is None:
+            with _default_lock:
+                ctx = cls._defaults.get(dev)
+                if ctx is None:
+                    ctx = object.__new__(cls)
+                    ctx._devices = [dev]
+                    ctx._driver = dev.driver
+                    ctx._handle = None  # drivers use their per-platform default
+                    ctx._is_default = True
+                    cls._defaults[dev] = ctx
+        return ctx
+
+    def get_devices(self) -> list[device]:
+        return list(self._devices)
+
+    @property
+    def devices(self) -> list[device]:
+        return list(self._devices)
+
+    def get_platform(self):
+        return self._devices[0].get_platform()
+
+    platform = property(get_platform)
+
+    def get_backend(self):
+        return self._devices[0].backend
+
+    backend = property(get_backend)
+
+    def get_info(self, descriptor):
+        return get_info(self, descriptor)
+
+    def _contains(self, dev: device) -> bool:
+        return dev in self._devices or self._is_default and \
+            dev.get_platform() == self._devices[0].get_platform()
+
+    @property
+    def handle(self):
+        """The backend context object (None: the driver's default)."""
+        return self._handle
+
+    def __repr__(self):
+        return f"<sycl.context {[d.name for d in self._devices]}>"

@@ -1,0 +1,204 @@
+"""``sycl.platform`` and ``sycl.device``: the devices the backends discovered.
+
+A device wraps the backend's :class:`DeviceDescription`; two ``sycl.device`` objects for
+the same hardware compare equal. ``PYSYCL_DEVICE_SELECTOR`` (see ``filters``) hides
+devices from everything here, as ``ONEAPI_DEVICE_SELECTOR`` does in DPC++.
+
+>>> import pysycl as sycl
+>>> dev = sycl.device(sycl.cpu_selector_v)
+>>> dev.is_cpu(), dev.has(sycl.aspect.fp64), dev.get_info(sycl.info.device.name) == dev.name
+(True, True, True)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import registry
+from ..backends.base import DeviceDescription
+from ..errors import errc, exception
+from ..properties.aspects import aspect, to_aspect
+from . import filters
+from .info import backend as backend_enum
+from .info import device_type as device_type_enum
+from .info import get_info
+
+
+class platform:
+    """One backend platform (an OpenCL platform, the CUDA driver, the native CPU).
+
+    >>> [p.backend.name for p in platform.get_platforms()][:1]
+    ['native_cpu']
+    """
+
+    __slots__ = ("_key", "_descs", "name", "vendor", "version", "backend")
+
+    def __init__(self, *_args):
+        if _args:
+            raise exception(errc.invalid, "use sycl.platform.get_platforms()")
+        default = device().get_platform()
+        for attr in platform.__slots__:
+            setattr(self, attr, getattr(default, attr))
+
+    @classmethod
+    def _make(cls, key, descs: list[DeviceDescription]) -> "platform":
+        p = object.__new__(cls)
+        first = descs[0]
+        handle = first.extra.get("platform")
+        p._key = key
+        p._descs = descs
+        p.backend = backend_enum(first.backend)
+        p.name = first.extra.get("platform_name") or getattr(handle, "name", None) \
+            or f"pysycl {first.backend}"
+        p.vendor = first.extra.get("platform_vendor") or getattr(handle, "vendor", None) \
+            or first.vendor
+        p.version = getattr(handle, "version", None) or first.driver_version
+        return p
+
+    @staticmethod
+    def get_platforms() -> list["platform"]:
+        """Every platform with at least one visible device, native_cpu first."""
+        groups: dict[Any, list[DeviceDescription]] = {}
+        for desc in filters.visible_devices():
+            groups.setdefault(_platform_key(desc), []).append(desc)
+        return [platform._make(k, v) for k, v in groups.items()]
+
+    def get_devices(self, device_type=device_type_enum.all) -> list["device"]:
+        wanted = _as_device_type(device_type)
+        return [device._wrap(d) for d in self._descs if _type_matches(d, wanted)]
+
+    def get_backend(self) -> backend_enum:
+        return self.backend
+
+    def get_info(self, descriptor):
+        return get_info(self, descriptor)
+
+    def has(self, asp) -> bool:
+        return all(device._wrap(d).has(asp) for d in self._descs)
+
+    def __eq__(self, other):
+        return isinstance(other, platform) and other._key == self._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return f"<sycl.platform {self.name!r} ({self.backend.name})>"
+
+
+def _platform_key(desc: DeviceDescription):
+    handle = desc.extra.get("platform")
+    return (desc.backend, getattr(handle, "int_ptr", None) if handle is not None else None)
+
+
+def _as_device_type(t) -> device_type_enum:
+    if isinstance(t, device_type_enum):
+        return t
+    try:
+        return device_type_enum(getattr(t, "value", t))
+    except ValueError:
+        raise exception(errc.invalid, f"{t!r} is not a sycl.info.device_type") from None
+
+
+def _type_matches(desc: DeviceDescription, wanted: device_type_enum) -> bool:
+    if wanted in (device_type_enum.all, device_type_enum.automatic):
+        return True
+    return desc.device_type == wanted.value
+
+
+class device:
+    """``sycl.device(selector=sycl.default_selector_v)``; info as attributes or get_info.
+
+    ``selector`` is a selector callable (``device -> score``), or a device to copy.
+    """
+
+    __slots__ = ("_desc", "_aspects")
+    _cache: dict[int, "device"] = {}
+
+    def __new__(cls, selector=None):
+        if isinstance(selector, device):
+            return selector
+        from .selectors import select_device
+        return select_device(selector)
+
+    @classmethod
+    def _wrap(cls, desc: DeviceDescription) -> "device":
+        dev = cls._cache.get(id(desc))
+        if dev is None or dev._desc is not desc:
+            dev = object.__new__(cls)
+            dev._desc = desc
+            dev._aspects = frozenset(to_aspect(a) for a in desc.aspects
+                                     if a in aspect.__members__)
+            cls._cache[id(desc)] = dev
+        return dev
+
+    @staticmethod
+    def get_devices(device_type=device_type_enum.all) -> list["device"]:
+        """Every visible device of that type (``sycl.info.device_type`` or its name)."""
+        wanted = _as_device_type(device_type)
+        return [device._wrap(d) for d in filters.visible_devices() if _type_matches(d, wanted)]
+
+    # Info ------------------------------------------------------------------------------
+    name = property(lambda self: self._desc.name)
+    vendor = property(lambda self: self._desc.vendor)
+    driver_version = property(lambda self: self._desc.driver_version)
+    version = property(lambda self: self._desc.driver_version)
+    backend = property(lambda self: backend_enum(self._desc.backend))
+    device_type = property(lambda self: device_type_enum(self._desc.device_type))
+    max_compute_units = property(lambda self: self._desc.max_compute_units)
+    max_work_group_size = property(lambda self: self._desc.max_work_group_size)
+    max_work_item_sizes = property(lambda self: tuple(self._desc.max_work_item_sizes))
+    max_work_item_dimensions = property(lambda self: 3)
+    sub_group_sizes = property(lambda self: tuple(self._desc.sub_group_sizes))
+    global_mem_size = property(lambda self: self._desc.global_mem_size)
+    local_mem_size = property(lambda self: self._desc.local_mem_size)
+    target = property(lambda self: self._desc.target)
+    description = property(lambda self: self._desc, doc="the backend's DeviceDescription")
+
+    @property
+    def aspects(self) -> list[aspect]:
+        return sorted(self._aspects, key=int)
+
+    @property
+    def platform(self) -> platform:
+        return self.get_platform()
+
+    def get_platform(self) -> platform:
+        key = _platform_key(self._desc)
+        for p in platform.get_platforms():
+            if p._key == key:
+                return p
+        return platform._make(key, [self._desc])
+
+    def get_info(self, descriptor):
+        """``dev.get_info(sycl.info.device.max_work_group_size)``."""
+        return get_info(self, descriptor)
+
+    def get_backend(self) -> backend_enum:
+        return self.backend
+
+    def has(self, asp) -> bool:
+        """``dev.has(sycl.aspect.fp64)``; also takes an aspect's name."""
+        return to_aspect(asp) in self._aspects
+
+    def is_cpu(self) -> bool:
+        return self._desc.device_type == "cpu"
+
+    def is_gpu(self) -> bool:
+        return self._desc.device_type == "gpu"
+
+    def is_accelerator(self) -> bool:
+        return self._desc.device_type == "accelerator"
+
+    @property
+    def driver(self):
+        """The backend driver (runtime-internal)."""
+        return registry.get_driver(self._desc.backend)
+
+    def __eq__(self, other):
+        return isinstance(other, device) and other._desc is self._desc
+
+    def __hash__(self):
+        return id(self._desc)
+
+    def __repr__(self):
+        return f"<sycl.device {self._desc.backend}:{self._desc.device_type} {self.name!r}>"

@@ -1,0 +1,123 @@
+"""``sycl.info``: the descriptors of ``get_info`` and the enums of the object model.
+
+SYCL 2020 spells queries as template arguments (``dev.get_info<info::device::name>()``);
+here they are enum members (``dev.get_info(sycl.info.device.name)``) whose value is the
+attribute that holds the answer, so ``get_info`` and attribute access never disagree.
+
+>>> info.device.max_compute_units.value
+'max_compute_units'
+>>> backend.native_cpu.name
+'native_cpu'
+"""
+from __future__ import annotations
+
+import enum
+
+
+class backend(enum.Enum):
+    """``sycl.backend``: where a device comes from."""
+
+    native_cpu = "native_cpu"
+    opencl = "opencl"
+    cuda = "cuda"
+
+
+class device_type(enum.Enum):
+    """``sycl.info.device_type`` (SYCL 2020 4.6.4.2)."""
+
+    cpu = "cpu"
+    gpu = "gpu"
+    accelerator = "accelerator"
+    custom = "custom"
+    automatic = "automatic"
+    host = "host"
+    all = "all"
+
+
+class event_command_status(enum.Enum):
+    """``sycl.info.event_command_status``: what ``event.status`` returns."""
+
+    submitted = 0
+    running = 1
+    complete = 2
+
+
+class _device(enum.Enum):
+    name = "name"
+    vendor = "vendor"
+    backend = "backend"
+    device_type = "device_type"
+    driver_version = "driver_version"
+    version = "version"
+    max_compute_units = "max_compute_units"
+    max_work_group_size = "max_work_group_size"
+    max_work_item_sizes = "max_work_item_sizes"
+    max_work_item_dimensions = "max_work_item_dimensions"
+    sub_group_sizes = "sub_group_sizes"
+    global_mem_size = "global_mem_size"
+    local_mem_size = "local_mem_size"
+    aspects = "aspects"
+    platform = "platform"
+
+
+class _platform(enum.Enum):
+    name = "name"
+    vendor = "vendor"
+    version = "version"
+    backend = "backend"
+
+
+class _context(enum.Enum):
+    devices = "devices"
+    platform = "platform"
+    backend = "backend"
+
+
+class _queue(enum.Enum):
+    device = "device"
+    context = "context"
+
+
+class _event(enum.Enum):
+    command_execution_status = "status"
+
+
+class _event_profiling(enum.Enum):
+    command_submit = "profiling_command_submit"
+    command_start = "profiling_command_start"
+    command_end = "profiling_command_end"
+
+
+class _kernel(enum.Enum):
+    # Answered by bundle.kernel; declared here so ``sycl.info`` is one namespace.
+    function_name = "function_name"
+    num_args = "num_args"
+    attributes = "attributes"
+    context = "context"
+
+
+class info:
+    """``sycl.info``: ``info.device.name``, ``info.event_profiling.command_start``, ..."""
+
+    device = _device
+    platform = _platform
+    context = _context
+    queue = _queue
+    event = _event
+    event_profiling = _event_profiling
+    kernel = _kernel
+    device_type = device_type
+    event_command_status = event_command_status
+
+
+def get_info(obj, descriptor):
+    """The answer to ``descriptor`` for ``obj`` (the body of every ``get_info``)."""
+    from ..errors import errc, exception
+
+    if not isinstance(descriptor, enum.Enum):
+        raise exception(errc.invalid, f"{descriptor!r} is not a sycl.info descriptor")
+    try:
+        value = getattr(obj, descriptor.value)
+    except AttributeError:
+        raise exception(errc.invalid, f"{type(obj).__name__} has no {descriptor}") from None
+    return value() if callable(value) and not isinstance(value, type) else value

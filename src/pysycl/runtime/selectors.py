@@ -1,0 +1,93 @@
+"""Device selectors (SYCL 2020 4.6.1.1): callables ``device -> int``, negative = never.
+
+The default prefers a GPU, then the built-in native CPU, then other CPUs: native_cpu is
+"the default where no GPU is present" (ARCHITECTURE.md) because it needs no driver and
+has the cheapest launches. Ties go to the first device in platform order.
+
+>>> import pysycl as sycl
+>>> sycl.device(sycl.aspect_selector(sycl.aspect.fp64)).has(sycl.aspect.fp64)
+True
+"""
+from __future__ import annotations
+
+from ..errors import errc, exception
+from ..properties.aspects import to_aspect
+from . import filters
+
+
+def default_selector_v(dev) -> int:
+    d = dev._desc
+    if d.device_type == "gpu":
+        return 1000 + (10 if d.backend == "cuda" else 0)
+    if d.device_type == "cpu":
+        return 500 if d.backend == "native_cpu" else 300
+    if d.device_type == "accelerator":
+        return 100
+    return 0
+
+
+def cpu_selector_v(dev) -> int:
+    d = dev._desc
+    if d.device_type != "cpu":
+        return -1
+    return 1000 if d.backend == "native_cpu" else 900
+
+
+def gpu_selector_v(dev) -> int:
+    return default_selector_v(dev) if dev._desc.device_type == "gpu" else -1
+
+
+def accelerator_selector_v(dev) -> int:
+    return 1000 if dev._desc.device_type == "accelerator" else -1
+
+
+def aspect_selector(*aspects, deny_list=()):
+    """A selector for devices with every aspect in ``aspects`` and none in ``deny_list``;
+    among those, the default selector's choice.
+
+    >>> aspect_selector("gpu")  # doctest: +ELLIPSIS
+    <function aspect_selector.<locals>.select at ...>
+    """
+    if len(aspects) == 1 and isinstance(aspects[0], (list, tuple)):
+        aspects = tuple(aspects[0])
+    need = [to_aspect(a) for a in aspects]
+    deny = [to_aspect(a) for a in deny_list]
+
+    def select(dev) -> int:
+        if all(dev.has(a) for a in need) and not any(dev.has(a) for a in deny):
+            return max(default_selector_v(dev), 0)
+        return -1
+
+    select.aspects = tuple(need)
+    return select
+
+
+# SYCL 1.2.1-style names some programs still use.
+default_selector = default_selector_v
+cpu_selector = cpu_selector_v
+gpu_selector = gpu_selector_v
+accelerator_selector = accelerator_selector_v
+
+
+def select_device(selector=None):
+    """The visible device with the highest non-negative score; ``errc.runtime`` if none."""
+    from .device import device
+
+    if selector is None:
+        selector = default_selector_v
+    if not callable(selector):
+        raise exception(errc.invalid, f"{selector!r} is not a device selector "
+                        "(a callable device -> int) nor a sycl.device")
+    best, best_score = None, -1
+    for desc in filters.visible_devices():
+        dev = device._wrap(desc)
+        score = selector(dev)
+        if score is None:
+            continue
+        if score > best_score:
+            best, best_score = dev, score
+    if best is None:
+        name = getattr(selector, "__name__", repr(selector))
+        raise exception(errc.runtime, f"no device satisfies {name} among "
+                        f"{len(filters.visible_devices())} visible device(s)")
+    return best

@@ -1,0 +1,208 @@
+"""Fakes for bundle tests that need no frontend, codegen or device: hand-built IR kernels
+registered like ``@sycl.kernel`` functions, devices/contexts, and a toolchain whose
+"codegen" prints IR and whose "driver" records launches. A minimal linker stands in
+while ``passes/link.py`` is absent."""
+from __future__ import annotations
+
+import dataclasses
+import types as pytypes
+
+import numpy as np
+
+from pysycl.backends.base import Target
+from pysycl.bundle import toolchain
+from pysycl.errors import errc, exception
+from pysycl.ir.core import Function, Module, Op, Param, Region, SpecConstantDecl
+from pysycl.ir.types import F32, I32, VOID, IndexSpaceType, type_from_dtype
+from pysycl.properties.aspects import aspect
+
+FAKE_TARGET = Target("native_cpu", "native_cpu", "x86_64-unknown-linux", "", "object", {})
+FAKE_SPIRV = Target("spirv64", "opencl", "spirv64-unknown-unknown", "", "spirv", {},
+                    native_spec_constants=True)
+
+
+class FakeDevice:
+    def __init__(self, name, target=FAKE_TARGET, aspects=("cpu", "online_compiler", "online_linker")):
+        self.name, self.target, self._aspects = name, target, set(aspects)
+        self.max_work_item_sizes = (1024, 1024, 1024)
+        self.max_work_group_size = 1024
+        self.sub_group_sizes = (8, 16)
+
+    def has(self, a):
+        return aspect(a).name in self._aspects
+
+    def __repr__(self):
+        return f"FakeDevice({self.name})"
+
+
+class FakeContext:
+    def __init__(self, *devices):
+        self._devices = list(devices)
+
+    def get_devices(self):
+        return list(self._devices)
+
+
+class FakeKernel:
+    """Stands in for a frontend KernelFunction."""
+
+    def __init__(self, module_name, name, build):
+        self.module_name, self.name, self._build = module_name, f"{module_name}.{name}", build
+        self.kind = "kernel"
+
+    def ir_module(self):
+        return self._build(self.name)
+
+    def signature(self):
+        return pytypes.SimpleNamespace(params=(), index_kind="id", dims=1)
+
+
+class FakeExternal(FakeKernel):
+    is_declaration = False
+    kind = "external"
+
+
+def kernel_module(name, *, spec=(), calls=(), props=None, spec_decls=()):
+    """A module with kernel ``name`` that reads spec constants ``spec`` and calls the
+    imported externals ``calls``."""
+    m = Module(name)
+    body = Region()
+    for sym in spec:
+        decl = next(d for d in spec_decls if d.unique_id == sym)
+        body.append(Op("spec.get", type=decl.type, attrs={"id": sym}))
+    for callee in calls:
+        body.append(Op("call", type=I32, attrs={"callee": callee}))
+        m.functions.append(Function(callee, "declare", [], I32))
+    body.append(Op("return"))
+    k = Function(name, "kernel", [Param("i", IndexSpaceType("id", 1))], VOID, body,
+                 properties=dict(props or {}))
+    m.functions.insert(0, k)
+    m.spec_constants = list(spec_decls)
+    return m
+
+
+def external_module(module_name, symbols):
+    m = Module(module_name)
+    for sym in symbols:
+        body = Region([Op("const", type=I32, attrs={"value": 7})])
+        body.append(Op("return", [body.ops[0].result]))
+        m.functions.append(Function(sym, "external", [], I32, body))
+    return m
+
+
+def spec_decl(uid, dtype, default):
+    dt = np.dtype(dtype)
+    arr = np.zeros((), dt)
+    arr[()] = default
+    return SpecConstantDecl(uid, type_from_dtype(dt), arr.tobytes())
+
+
+# -- a minimal linker (used only when passes/link.py is absent) --------------------------
+def _link_modules(modules, name="linked"):
+    out = Module(name)
+    defined = {}
+    for m in modules:
+        for f in m.functions:
+            if f.is_declaration:
+                continue
+            if f.name in defined and f.kind in ("kernel", "external"):
+                raise exception(errc.build, f"duplicate definition of {f.kind} {f.name!r}")
+            defined[f.name] = f
+    decls = {}
+    for m in modules:
+        for f in m.functions:
+            if f.is_declaration and f.name not in defined:
+                decls.setdefault(f.name, f)
+        for s in m.spec_constants:
+            if out.spec_constant(s.unique_id) is None:
+                out.spec_constants.append(s)
+    out.functions = list(defined.values()) + list(decls.values())
+    return out
+
+
+def _unresolved(module):
+    return [f.name for f in module.functions if f.is_declaration]
+
+
+def _reachable(module, roots):
+    keep, todo = [], list(roots)
+    while todo:
+        n = todo.pop()
+        if n in keep:
+            continue
+        keep.append(n)
+        f = module.get_function(n)
+        for op in f.walk():
+            if op.name == "call":
+                todo.append(op.attrs["callee"])
+    out = Module(module.name, [f for f in module.functions if f.name in keep])
+    used = {op.attrs["id"] for f in out.functions for op in f.walk() if op.name == "spec.get"}
+    out.spec_constants = [s for s in module.spec_constants if s.unique_id in used]
+    return out
+
+
+def install_fake_linker(monkeypatch):
+    if toolchain._try_import("pysycl.passes.link") is None:
+        monkeypatch.setattr(toolchain, "link_modules", _link_modules)
+        monkeypatch.setattr(toolchain, "unresolved_symbols", _unresolved)
+        monkeypatch.setattr(toolchain, "reachable_module", _reachable)
+
+
+# -- fake codegen / compiler / driver -------------------------------------------------
+@dataclasses.dataclass
+class FakeProgram:
+    binary: bytes
+    names: list
+    spec: dict
+
+
+class FakeDriver:
+    name = "fake"
+
+    def __init__(self):
+        self.launches, self.loads = [], 0
+
+    def load(self, device, binary, kernel_names, spec_constants=None):
+        self.loads += 1
+        return FakeProgram(binary, list(kernel_names), dict(spec_constants or {}))
+
+    def alloc(self, device, nbytes, kind):
+        return bytearray(nbytes)
+
+    def copy(self, stream, dst, dst_offset, src, src_offset, nbytes):
+        dst[dst_offset:dst_offset + nbytes] = bytes(src[src_offset:src_offset + nbytes])
+        return None
+
+    def synchronize(self, stream):
+        pass
+
+    def launch(self, stream, program, kernel_name, global_size, local_size, args,
+               local_mem_bytes=0, offset=None):
+        self.launches.append((program, kernel_name, global_size, args))
+        return None
+
+
+class FakeCompiler:
+    def __init__(self, target):
+        self.target = target
+
+    def compile(self, llvm_ir, kernel_names):
+        return ("BIN:" + llvm_ir).encode()
+
+    def disassemble(self, binary):
+        return binary.decode()
+
+
+def install_fake_toolchain(monkeypatch, tmp_path):
+    driver = FakeDriver()
+    monkeypatch.setenv("PYSYCL_CACHE_DIR", str(tmp_path / "cache"))
+    toolchain.set_override("codegen", lambda m, t: f"; target {t.name}\n" + toolchain.print_ir(m))
+    toolchain.set_override("compiler", FakeCompiler)
+    toolchain.set_override("driver", lambda dev: driver)
+    install_fake_linker(monkeypatch)
+    return driver
+
+
+def remove_fake_toolchain():
+    for n in ("codegen", "compiler", "driver"):
+        toolchain.set_override(n, None)
