@@ -152,8 +152,10 @@ def get_target(target_name: str) -> Target:
     if backend == "opencl" and target_name.startswith("spirv64v"):
         major, minor = target_name[len("spirv64v"):].split(".")
         return module.spirv_target((int(major), int(minor)))
-    if backend == "native_cpu" and hasattr(module, "host_target"):
-        return module.host_target()
+    if backend == "native_cpu":
+        for name in ("native_cpu_target", "host_target"):
+            if callable(getattr(module, name, None)):
+                return getattr(module, name)()
     raise exception(errc.invalid, f"backend {backend} has no target {target_name!r}")
 
 

@@ -3,29 +3,24 @@ bundles in input/object/executable state, the free functions, ``this_module``, t
 runtime's ``get_launcher``, bundle files. Property sets, SYCLBIN and the build cache
 live in ``property_sets``, ``syclbin`` and ``cache``.
 
-Submodules are imported lazily so that ``import pysycl.bundle.property_sets`` stays light.
+>>> from pysycl.bundle import bundle_state
+>>> bundle_state.object.name
+'object'
 """
 from __future__ import annotations
 
-import importlib
+from . import stats, this_module
+from .device_image import bundle_state, device_image
+from .files import load_kernel_bundle, save_kernel_bundle
+from .free_functions import (build, compile, get_kernel_bundle, has_kernel_bundle,
+                             is_compatible, join, link)
+from .kernel_bundle import kernel, kernel_bundle
+from .kernel_id import get_kernel_id, get_kernel_ids, kernel_id
+from .launch import Launcher, get_launcher
 
-_EXPORTS = {
-    "kernel_id": "kernel_id", "get_kernel_id": "kernel_id", "get_kernel_ids": "kernel_id",
-    "bundle_state": "device_image", "device_image": "device_image",
-    "kernel_bundle": "kernel_bundle", "kernel": "kernel_bundle",
-    "get_kernel_bundle": "free_functions", "has_kernel_bundle": "free_functions",
-    "is_compatible": "free_functions", "compile": "free_functions", "link": "free_functions",
-    "build": "free_functions", "join": "free_functions",
-    "get_launcher": "launch", "Launcher": "launch",
-    "save_kernel_bundle": "files", "load_kernel_bundle": "files",
-}
-__all__ = sorted(_EXPORTS) + ["this_module", "stats"]
-
-
-def __getattr__(name):
-    if name in ("this_module", "stats"):
-        return importlib.import_module(f"{__name__}.{name}")
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+__all__ = [
+    "Launcher", "build", "bundle_state", "compile", "device_image", "get_kernel_bundle",
+    "get_kernel_id", "get_kernel_ids", "get_launcher", "has_kernel_bundle", "is_compatible",
+    "join", "kernel", "kernel_bundle", "kernel_id", "link", "load_kernel_bundle",
+    "save_kernel_bundle", "stats", "this_module",
+]

@@ -116,9 +116,11 @@ def driver_for(dev):
 # -- passes ---------------------------------------------------------------------------
 
 def print_ir(module: Module) -> str:
-    """Canonical IR text (the cache key's main part)."""
-    from ..ir.printer import print_module
-    return print_module(module, locs=False)
+    """Canonical IR text (the cache key's main part). Locations are included: codegen
+    writes them into assert and bounds-check messages, so a moved kernel must not reuse
+    an image that names stale lines."""
+    from ..ir.canonical import canonical_text
+    return canonical_text(module)
 
 
 def print_ir_with_locs(module: Module) -> str:
@@ -134,9 +136,9 @@ def parse_ir(text: str) -> Module:
 
 
 def clone(module: Module) -> Module:
-    """A deep copy (passes rewrite in place)."""
-    import copy
-    return copy.deepcopy(module)
+    """A deep copy with fresh values (passes rewrite in place)."""
+    from ..ir.clone import clone_module
+    return clone_module(module)
 
 
 def verify(module: Module) -> None:

@@ -184,28 +184,25 @@ class ExpressionRules:
 
     def expr_Compare(self, node):
         """``a < b < c`` is ``a < b and b < c`` with ``b`` evaluated once."""
-        left = self.expr(node.left)
-        first = self.compare(self._pred(node.ops[0], node), left, self.expr(node.comparators[0]), node)
+        left, right = self.expr(node.left), self.expr(node.comparators[0])
+        first = self.compare(self._pred(node.ops[0], node), left, right, node)
         if len(node.ops) == 1:
             return first
-        return self._chain(first, self.expr(node.comparators[0]) if False else None, node)
+        return self._chain(first, right, node)
 
-    def _chain(self, first, _unused, node):
+    def _chain(self, first, prev, node):
         name = self.temp_name("cmp")
         self.declare_slot(name, T.BOOL, node)
         self.emit("var.store", [self.truth(first, node)], attrs={"name": name}, node=node)
-        prev_node = node.comparators[0]
-        prev = None
         for op, right in zip(node.ops[1:], node.comparators[1:]):
             cond = self.value("var.load", [], T.BOOL, {"name": name}, node)
             then = Region()
             self.emit("if", [cond], node=node, regions=[then, Region()])
             self.regions.append(then)
-            prev = self.expr(prev_node) if prev is None else prev
             r = self.expr(right)
             res = self.compare(self._pred(op, node), prev, r, node)
             self.emit("var.store", [self.truth(res, node)], attrs={"name": name}, node=node)
-            prev, prev_node = r, right
+            prev = r
         for _ in node.ops[1:]:
             self.regions.pop()
         return self.value("var.load", [], T.BOOL, {"name": name}, node)
@@ -255,15 +252,14 @@ class ExpressionRules:
         name = self.temp_name("ifexp")
         then, other = Region(), Region()
         self.emit("if", [cond], node=node, regions=[then, other])
+        # Each branch is computed inside its region (only the taken one runs).
         with self.region(then):
             a = self.expr(node.body)
-        if isinstance(a, Lit):
-            a_type = None
-        else:
-            a_type = self.materialize(a, node.body).type
+            a = a if isinstance(a, Lit) else self.materialize(a, node.body)
         with self.region(other):
             b = self.expr(node.orelse)
-        ty = self._ifexp_type(a, a_type, b, node)
+            b = b if isinstance(b, Lit) else self.materialize(b, node.orelse)
+        ty = self._ifexp_type(a, None if isinstance(a, Lit) else a.type, b, node)
         self.declare_slot(name, ty, node)
         with self.region(then):
             self.emit("var.store", [self.coerce(a, ty, node.body)], attrs={"name": name}, node=node.body)

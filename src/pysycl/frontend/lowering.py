@@ -267,10 +267,12 @@ def assigned_names(fdef: ast.FunctionDef) -> set[str]:
     return out
 
 
-def stored_roots(fdef: ast.FunctionDef) -> set[str]:
-    """Names whose value is modified in place (``s.x = 1``, ``a[i] += 2``, ``s = ...``):
-    such parameters need a slot."""
-    out: set[str] = set()
+def stored_roots(fdef: ast.FunctionDef) -> tuple[set[str], set[str]]:
+    """Names rebound (``s = ...``) and names modified in place (``s.x = 1``, ``a[i] += 2``).
+    A rebound parameter needs a slot; so does one modified in place if it is held by
+    value (a struct), but not an accessor or pointer, whose memory is what changes."""
+    rebound: set[str] = set()
+    in_place: set[str] = set()
     for node in ast.walk(fdef):
         targets = []
         if isinstance(node, ast.Assign):
@@ -278,8 +280,20 @@ def stored_roots(fdef: ast.FunctionDef) -> set[str]:
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
             targets = [node.target]
         for t in targets:
-            for sub in ast.walk(t):
-                if isinstance(sub, ast.Name):
-                    out.add(sub.id)
-                    break
-    return out
+            _target_roots(t, rebound, in_place)
+    return rebound, in_place
+
+
+def _target_roots(t, rebound: set, in_place: set) -> None:
+    if isinstance(t, ast.Name):
+        rebound.add(t.id)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _target_roots(e, rebound, in_place)
+    elif isinstance(t, ast.Starred):
+        _target_roots(t.value, rebound, in_place)
+    else:
+        while isinstance(t, (ast.Attribute, ast.Subscript)):
+            t = t.value
+        if isinstance(t, ast.Name):
+            in_place.add(t.id)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 _lock = threading.Lock()
 _kernels: dict[str, list["KernelFunction"]] = {}
-_externals: dict[str, "ExternalFunction"] = {}
+_externals: dict[str, list["ExternalFunction"]] = {}
 
 
 def register_kernel(k: "KernelFunction") -> None:
@@ -53,19 +53,41 @@ def find_kernel(name: str) -> "KernelFunction | None":
 
 
 def register_external(e: "ExternalFunction") -> None:
-    """Record an ``@sycl.external`` definition (declarations are not exported)."""
-    if e.is_declaration:
-        return
+    """Record an ``@sycl.external`` (definition or declaration: telling them apart needs
+    the AST, which is only parsed on first use)."""
     with _lock:
-        _externals[e.name] = e
+        lst = _externals.setdefault(e.name, [])
+        lst[:] = [x for x in lst if x.qualname != e.qualname or x.module_name != e.module_name]
+        lst.append(e)
 
 
 def externals_defined() -> dict[str, "ExternalFunction"]:
-    """``{symbol: ExternalFunction}`` for every external definition seen so far."""
+    """``{symbol: ExternalFunction}`` for every external *definition* seen so far (the
+    last one wins when a symbol is defined twice; link reports duplicates)."""
     with _lock:
-        return dict(_externals)
+        candidates = [(sym, list(lst)) for sym, lst in _externals.items()]
+    out = {}
+    for sym, lst in candidates:
+        for e in lst:
+            if not e.is_declaration:
+                out[sym] = e
+    return out
 
 
 def externals_in_module(module_name: str) -> list["ExternalFunction"]:
+    """Every external definition of one Python module."""
+    return [e for e in externals_defined().values() if e.module_name == module_name]
+
+
+def forget_module(module_name: str) -> None:
+    """Drop a Python module's kernels and externals from the registry (a module being
+    unloaded, or tests whose deliberately broken kernels must not join the
+    application-wide bundle). The function objects keep working."""
     with _lock:
-        return [e for e in _externals.values() if e.module_name == module_name]
+        _kernels.pop(module_name, None)
+        for sym in list(_externals):
+            kept = [e for e in _externals[sym] if e.module_name != module_name]
+            if kept:
+                _externals[sym] = kept
+            else:
+                del _externals[sym]

@@ -249,6 +249,8 @@ class StatementRules:
             msg = node.msg.value
         elif node.msg is None:
             msg = ast.unparse(node.test)
+        elif isinstance(node.msg, ast.JoinedStr):
+            self.unsupported(node.msg)
         else:
             self.error(node.msg, "an assert message must be a string literal")
         self.emit("assert", [cond], attrs={"msg": msg}, node=node)

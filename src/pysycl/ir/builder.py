@@ -1,5 +1,6 @@
 """A small helper that appends ops to a region (used by passes, tests and the frontend).
 
+>>> from pysycl.ir.types import F32
 >>> body = Region()
 >>> b = Builder(body)
 >>> x = b.const(1.5, F32)

@@ -33,7 +33,9 @@ def _op(name, operands, regions, result, attrs, doc):
 # Values and named slots (Python locals) -----------------------------------------
 _op("const", 0, 0, "value", ["value"],
     "A constant. value: int/float/bool for scalars, bytes (little-endian layout) for composites.")
-_op("var", 0, 0, "none", ["name", "type"], "Declare the local slot `name` of type `type`.")
+_op("var", 0, 0, "none", ["name", "type"],
+    "Declare the local slot `name` of type `type`. Optional attr per_item (bool), set only by "
+    "native CPU passes: see wg.items.")
 _op("var.load", 0, 0, "value", ["name"], "Read a local slot.")
 _op("var.store", 1, 0, "none", ["name"], "Write a local slot.")
 _op("var.addr", 0, 0, "value", ["name"], "ptr<private,T> to a local slot (aggregates, private_array).")

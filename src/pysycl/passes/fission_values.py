@@ -197,3 +197,24 @@ def _collect_accesses(r: Region, ctx: Op | None, in_loop: bool,
         inner = op if op.name == "wg.items" else ctx
         for reg in op.regions:
             _collect_accesses(reg, inner, inner_loop, out)
+
+
+def drop_dead_code(f: Function) -> None:
+    """Remove pure ops whose results fission left unused (the originals of recomputed
+    values), then ``wg.items`` regions left empty: fewer items loops to run."""
+    while True:
+        used = {v for op in f.walk() for v in op.operands}
+        if not _drop(f.body, used):
+            return
+
+
+def _drop(r: Region, used: set) -> bool:
+    before = len(r.ops)
+    r.ops = [op for op in r.ops if not (
+        (op.result is not None and op.result not in used and op.name in PURE | PURE_PER_ITEM)
+        or (op.name == "wg.items" and not op.regions[0].ops))]
+    changed = len(r.ops) != before
+    for op in r.ops:
+        for reg in op.regions:
+            changed |= _drop(reg, used)
+    return changed

@@ -36,14 +36,20 @@ from pysycl.errors import errc, exception
 from pysycl.ir.core import Function, Module, Op, Region
 from pysycl.ir.verifier import describe_loc
 
-from .fission_values import localise_values, place_vars
+from .fission_values import drop_dead_code, localise_values, place_vars
+from .lower_group_reduce import lower_group_reduce
 from .uniformity import Uniformity
 
 DOC = 'KERNEL_LANGUAGE.md, "Barriers on the native CPU device"'
 
 
 def work_group_fission(m: Module, options=None) -> Module:
-    """Rewrite every kernel of ``m`` that has work-group barriers (in place; returns ``m``)."""
+    """Rewrite every kernel of ``m`` that has work-group barriers (in place; returns ``m``).
+
+    Work-group reductions are lowered first (``lower_group_reduce``; idempotent), so a
+    caller that runs only this pass still gets what native CPU codegen accepts.
+    """
+    lower_group_reduce(m)
     for f in m.kernels:
         if f.body is not None and _has_group_barrier(f.body):
             fission_kernel(f, m)
@@ -66,6 +72,7 @@ def fission_kernel(f: Function, m: Module) -> None:
     _split(f.body, marker.group_ops, hoisted)
     fission_vars = localise_values(f)
     place_vars(f, hoisted, fission_vars)
+    drop_dead_code(f)
 
 
 def _fail(op: Op, msg: str) -> exception:

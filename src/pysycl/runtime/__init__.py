@@ -1,0 +1,31 @@
+"""The SYCL object model: platforms, devices, contexts, queues, events, memory.
+
+``pysycl/__init__.py`` re-exports ``__all__`` from here.
+
+>>> from pysycl import runtime as rt
+>>> rt.queue().get_device() == rt.device()
+True
+"""
+from .args import check_launch
+from .buffer import accessor, buffer, host_accessor, local_accessor
+from .context import context
+from .device import device, platform
+from .event import event
+from .handler import handler, interop_handle, spec_constant
+from .info import backend, device_type, event_command_status, info
+from .queue import queue
+from .ranges import id, item, nd_item, nd_range, range
+from .selectors import (accelerator_selector, accelerator_selector_v, aspect_selector,
+                        cpu_selector, cpu_selector_v, default_selector, default_selector_v,
+                        gpu_selector, gpu_selector_v)
+from .usm import free, malloc, malloc_device, malloc_host, malloc_shared, usm_array
+
+__all__ = [
+    "accelerator_selector", "accelerator_selector_v", "accessor", "aspect_selector",
+    "backend", "buffer", "check_launch", "context", "cpu_selector", "cpu_selector_v",
+    "default_selector", "default_selector_v", "device", "device_type", "event",
+    "event_command_status", "free", "gpu_selector", "gpu_selector_v", "handler",
+    "host_accessor", "id", "info", "interop_handle", "item", "local_accessor", "malloc",
+    "malloc_device", "malloc_host", "malloc_shared", "nd_item", "nd_range", "platform",
+    "queue", "range", "spec_constant", "usm_array",
+]

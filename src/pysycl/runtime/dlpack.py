@@ -1,7 +1,8 @@
 """A real DLPack capsule made with ctypes (``__dlpack__`` of ``sycl.usm_array``).
 
-The legacy (unversioned) ``DLManagedTensor`` in a ``"dltensor"`` capsule, which every
-consumer accepts (``numpy.from_dlpack``, PyTorch, CuPy). The producer keeps the
+DLPack 1.0 ``DLManagedTensorVersioned`` (``"dltensor_versioned"``) for consumers that
+pass ``max_version >= (1, 0)`` (NumPy 2: the array is writable), else the legacy
+``DLManagedTensor`` in a ``"dltensor"`` capsule, which every consumer accepts. The producer keeps the
 tensor's C structures and the owning Python object alive in ``_live`` until the
 consumer calls the deleter, or until the capsule dies unconsumed.
 
@@ -49,6 +50,22 @@ _Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
 DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                             ("deleter", _Deleter)]
 
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_VDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [("version", DLPackVersion),
+                                     ("manager_ctx", ctypes.c_void_p),
+                                     ("deleter", _VDeleter), ("flags", ctypes.c_uint64),
+                                     ("dl_tensor", DLTensor)]
+
 _CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 _api = ctypes.pythonapi
@@ -74,12 +91,18 @@ def _deleter(managed_ptr) -> None:
     _release(ctypes.cast(managed_ptr, ctypes.c_void_p).value)
 
 
+@_VDeleter
+def _vdeleter(managed_ptr) -> None:
+    _release(ctypes.cast(managed_ptr, ctypes.c_void_p).value)
+
+
 @_CapsuleDestructor
 def _capsule_destructor(capsule) -> None:
-    # A consumer renames the capsule to "used_dltensor"; still "dltensor" means nobody
-    # took ownership, so the producer releases the tensor itself.
-    if _api.PyCapsule_IsValid(capsule, b"dltensor"):
-        _release(_api.PyCapsule_GetPointer(capsule, b"dltensor"))
+    # A consumer renames the capsule to "used_dltensor[_versioned]"; the original name
+    # means nobody took ownership, so the producer releases the tensor itself.
+    for name in (b"dltensor", b"dltensor_versioned"):
+        if _api.PyCapsule_IsValid(capsule, name):
+            _release(_api.PyCapsule_GetPointer(capsule, name))
 
 
 def dl_dtype(dtype: np.dtype) -> DLDataType:
@@ -89,11 +112,14 @@ def dl_dtype(dtype: np.dtype) -> DLDataType:
     return DLDataType(_CODES[dtype.kind], dtype.itemsize * 8, 1)
 
 
-def to_capsule(owner, ptr: int, shape, dtype, device: tuple[int, int]):
-    """A ``"dltensor"`` capsule for C-contiguous memory at ``ptr`` owned by ``owner``."""
+def to_capsule(owner, ptr: int, shape, dtype, device: tuple[int, int],
+               versioned: bool = False, read_only: bool = False):
+    """A capsule for C-contiguous memory at ``ptr`` owned by ``owner``: DLPack 1.x
+    ``"dltensor_versioned"`` when the consumer asked for it (it carries the read-only
+    flag, so NumPy gives a writable array), else the legacy ``"dltensor"``."""
     ndim = len(shape)
     shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
-    managed = DLManagedTensor()
+    managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     t = managed.dl_tensor
     t.data = ptr
     t.device = DLDevice(*device)
@@ -103,8 +129,14 @@ def to_capsule(owner, ptr: int, shape, dtype, device: tuple[int, int]):
     t.strides = None          # NULL: C-contiguous (allowed by every DLPack version)
     t.byte_offset = 0
     managed.manager_ctx = None
-    managed.deleter = _deleter
+    if versioned:
+        managed.version = DLPackVersion(1, 0)
+        managed.deleter = _vdeleter
+        managed.flags = 1 if read_only else 0   # DLPACK_FLAG_BITMASK_READ_ONLY
+    else:
+        managed.deleter = _deleter
     address = ctypes.addressof(managed)
     with _live_lock:
         _live[address] = (managed, shape_arr, owner)
-    return _api.PyCapsule_New(address, b"dltensor", _capsule_destructor)
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    return _api.PyCapsule_New(address, name, _capsule_destructor)

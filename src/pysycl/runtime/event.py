@@ -175,6 +175,7 @@ def complete(ev: event, error: BaseException | None = None) -> None:
         ev._done = True
         callbacks, ev._callbacks = ev._callbacks, None
         flag = ev._flag
+        ev._run = None  # drop the command's closure (and the objects it kept alive)
     if ev._times is not None:
         ev._times[2] = time.perf_counter_ns()
     if error is not None:

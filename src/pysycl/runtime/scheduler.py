@@ -70,9 +70,8 @@ def start(ev: event) -> None:
     if ev._times is not None:
         ev._times[1] = time.perf_counter_ns()
     if kind == STREAM:
-        run, ev._run = ev._run, None
         try:
-            tok = run()
+            tok = ev._run()
         except BaseException as e:  # issued late: the user's submit has returned
             complete(ev, e)
             return
@@ -116,10 +115,9 @@ class _HostPool:
                         return
                 self._idle -= 1
                 ev = self._items.popleft()
-            run, ev._run = ev._run, None
             err = None
             try:
-                run()
+                ev._run()
             except BaseException as e:
                 err = e
             complete(ev, err)

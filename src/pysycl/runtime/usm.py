@@ -137,8 +137,9 @@ class usm_array:
             raise BufferError(f"memory is on DLPack device {self.__dlpack_device__()}, "
                               f"not {tuple(dl_device)}")
         self._check_live()
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
         return dlpack.to_capsule(self, self.ptr, self.shape, self.dtype,
-                                 self.__dlpack_device__())
+                                 self.__dlpack_device__(), versioned=versioned)
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy view (host-accessible memory) or copy (device memory)."""

@@ -22,8 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pysycl import config
-from pysycl.backends.base import (AddressSpace, DeviceDescription, Driver, KernelArg,
-                                  KernelArgKind, Target)
+from pysycl.backends.base import AddressSpace, DeviceDescription, Driver, KernelArg, Target
 
 # Cache-line alignment: what NumPy's allocator does not promise, and what vectorised
 # kernel loops and the SYCL "alignment of USM is at least the largest scalar" rule need.
@@ -140,7 +139,7 @@ def _target() -> Target:
     except ImportError:
         target_module = None
     if target_module is not None:
-        for name in ("host_target", "native_target"):
+        for name in ("native_cpu_target", "host_target"):
             fn = getattr(target_module, name, None)
             if callable(fn):
                 return fn()
@@ -161,8 +160,9 @@ class NativeCpuDriver(Driver):
     """One device: this machine's CPU. Always present."""
 
     name = "native_cpu"
-    # Work started on a stream completes before the next command of the same stream
-    # starts (launches are issued by the runtime only after their dependencies).
+    # Every command finishes before its driver call returns (memmove, executor launch),
+    # so the runtime never needs to look at a stream's order; say False so it always
+    # checks tokens instead of assuming one.
     streams_in_order = False
 
     def discover(self) -> list[DeviceDescription]:
@@ -207,19 +207,21 @@ class NativeCpuDriver(Driver):
 
     # Code -----------------------------------------------------------------------------
     def load(self, device, binary: bytes, kernel_names: Sequence[str],
-             spec_constants: Mapping[int, bytes] | None = None) -> Any:
+             spec_constants: Mapping[int, bytes] | None = None, *,
+             device_global_ids: Sequence[str] = (), symbols: Sequence[str] = ()) -> Any:
+        # Spec constants never reach a host object natively (literal or emulated).
         from pysycl.backends.native_cpu import executor
-        return executor.load(binary, list(kernel_names))
+        return executor.default_executor().load(binary, list(kernel_names),
+                                                device_global_ids, symbols)
 
     def launch(self, stream, program, kernel_name: str, global_size: Sequence[int],
                local_size: Sequence[int] | None, args: Sequence[KernelArg],
                local_mem_bytes: int = 0, offset: Sequence[int] | None = None) -> Any:
-        from pysycl.backends.native_cpu import executor
-        packed = pack_entry_args(args)
-        return executor.launch(program, kernel_name, tuple(global_size),
-                               None if local_size is None else tuple(local_size),
-                               packed, local_mem_bytes,
-                               offset=None if offset is None else tuple(offset))
+        # The executor runs the kernel to completion (the caller runs the first share of
+        # work-groups, pool threads the rest) and lays out local memory itself from the
+        # ``local`` args, so ``local_mem_bytes`` is not needed here.
+        program.launch(kernel_name, global_size, local_size, args, offset)
+        return DONE
 
     # Streams --------------------------------------------------------------------------
     def create_stream(self, device: DeviceDescription, profiling: bool) -> NativeCpuStream:
@@ -227,42 +229,4 @@ class NativeCpuDriver(Driver):
 
     def synchronize(self, stream) -> None:
         return None
-
-
-class PackedArgs:
-    """``void **args`` of the entry ABI plus the ctypes objects it points into.
-
-    Each slot points at the value's storage: scalars and struct bytes at their bytes,
-    ``mem`` at a ``void *`` holding the address, ``local`` at an ``int64`` holding the
-    byte offset of that local accessor inside the work-group's ``local_mem`` block.
-    """
-
-    __slots__ = ("array", "keep", "local_bytes")
-
-    def __init__(self, array, keep, local_bytes: int):
-        self.array = array
-        self.keep = keep
-        self.local_bytes = local_bytes
-
-
-def pack_entry_args(args: Sequence[KernelArg]) -> PackedArgs:
-    """KernelArgs -> ``void *args[]`` (see :class:`PackedArgs`)."""
-    n = len(args)
-    array = (ctypes.c_void_p * max(n, 1))()
-    keep = []
-    local_offset = 0
-    for i, arg in enumerate(args):
-        kind = arg.kind
-        if kind is KernelArgKind.mem:
-            cell = ctypes.c_void_p(_address(arg.value))
-        elif kind is KernelArgKind.local:
-            # Local blocks are 64-byte aligned inside local_mem (widest vector type).
-            local_offset = (local_offset + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-            cell = ctypes.c_int64(local_offset)
-            local_offset += int(arg.value)
-        else:  # scalar / bytes
-            cell = ctypes.create_string_buffer(bytes(arg.value), max(len(arg.value), 1))
-        keep.append(cell)
-        array[i] = ctypes.addressof(cell)
-    return PackedArgs(array, keep, local_offset)
 

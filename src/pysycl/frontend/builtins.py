@@ -1,0 +1,251 @@
+"""The builtin catalogue: every free function of the kernel language, in one table.
+
+An entry maps the Python objects that spell a builtin (``sycl.math.sqrt``, ``math.sqrt``,
+``np.sqrt``) to one lowering rule that types the call and emits its ops (STYLE.md rule 8,
+Warp's ``add_builtin``). :func:`catalogue` lists them for reference docs and tests.
+
+>>> lookup(abs).name
+'abs'
+"""
+from __future__ import annotations
+
+import builtins as py
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..ir import types as T
+from ..ir.ops import MATH_FUNCTIONS
+from ..ir.core import Value
+from ..types import memory_order, memory_scope
+from . import kernel_api, sycl_math
+from .typing_rules import math_result, PY_OPS
+from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, TupleVal
+
+
+@dataclasses.dataclass(frozen=True)
+class Builtin:
+    name: str
+    lower: Callable     # lower(lowerer, call_node) -> expression value
+    doc: str
+
+
+_by_id: dict[int, tuple[object, Builtin]] = {}
+
+
+def add_builtin(name: str, objects, doc: str = ""):
+    def register(lower):
+        entry = Builtin(name, lower, doc or (lower.__doc__ or "").strip())
+        for obj in objects:
+            if obj is not None:
+                _by_id[id(obj)] = (obj, entry)
+        return lower
+    return register
+
+
+def lookup(obj) -> Builtin | None:
+    hit = _by_id.get(id(obj))
+    return hit[1] if hit is not None and hit[0] is obj else None
+
+
+def catalogue() -> dict[str, Builtin]:
+    return {b.name: b for _o, b in _by_id.values()}
+
+
+def _args(lw, node, n: int | tuple, name: str) -> list:
+    counts = n if isinstance(n, tuple) else (n,)
+    if node.keywords:
+        lw.error(node, f"{name}() takes no keyword arguments")
+    if len(node.args) not in counts:
+        lw.error(node, f"{name}() takes {' or '.join(map(str, counts))} argument(s), got {len(node.args)}")
+    return [lw.expr(a) for a in node.args]
+
+
+def _weak(fv):
+    return type(fv.value) if isinstance(fv, Lit) else fv.type
+
+
+# Math --------------------------------------------------------------------------------
+def _math_rule(name: str, nargs: int):
+    def lower(lw, node):
+        args = [lw.operand(a, node) for a in _args(lw, node, nargs, name)]
+        for a in args:
+            if isinstance(a, Value) and not isinstance(a.type, T.ScalarType):
+                lw.error(node, f"{name}() takes scalars, not {a.type}")
+        ty = math_result([_weak(a) for a in args])
+        vals = [lw.coerce(a, ty, node) for a in args]
+        result = T.BOOL if name in ("isnan", "isinf") else ty
+        return lw.value(f"math.{name}", vals, result, node=node)
+    return lower
+
+
+for _name, _n in MATH_FUNCTIONS.items():
+    _np_name = sycl_math.NUMPY_NAMES.get(_name, _name)
+    add_builtin(f"math.{_name}", [getattr(sycl_math, _name), getattr(math, _name, None),
+                                  getattr(np, _np_name, None)],
+                f"{_name}: IR op math.{_name}; float32 stays float32, integers compute in float64"
+                )(_math_rule(_name, _n))
+
+
+@add_builtin("abs", [py.abs, np.abs, np.absolute])
+def _abs(lw, node):
+    """abs(x): IR op abs in x's type."""
+    (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, "abs")]
+    if isinstance(x, Lit):
+        return Lit(abs(x.value))
+    return lw.value("abs", [x], x.type, node=node)
+
+
+def _minmax(op):
+    def lower(lw, node):
+        if node.keywords or len(node.args) < 2:
+            lw.error(node, f"{op}() in kernel code takes two or more positional arguments")
+        acc = lw.operand(lw.expr(node.args[0]), node)
+        for a in node.args[1:]:
+            b = lw.operand(lw.expr(a), node)
+            if isinstance(acc, Lit) and isinstance(b, Lit):
+                acc = Lit(PY_OPS[op](acc.value, b.value))
+                continue
+            ty = lw.promote(op, _weak(acc), _weak(b), node)
+            acc = lw.value(op, [lw.coerce(acc, ty, node), lw.coerce(b, ty, node)], ty, node=node)
+        return acc
+    return lower
+
+
+add_builtin("min", [py.min, np.minimum], "min(a, b, ...): IR op min, NumPy promotion")(_minmax("min"))
+add_builtin("max", [py.max, np.maximum], "max(a, b, ...): IR op max, NumPy promotion")(_minmax("max"))
+
+
+# Conversions -------------------------------------------------------------------------
+def _conversion(ty: T.ScalarType, pyconv=None):
+    def lower(lw, node):
+        args = _args(lw, node, (0, 1), pyconv.__name__ if pyconv else str(ty.dtype))
+        if not args:
+            return lw.const(0, ty, node)
+        x = args[0]
+        if pyconv is not None and isinstance(x, Lit):
+            return Lit(pyconv(x.value))  # int(2.5) stays a weak Python literal, as in Python
+        if ty.is_bool:
+            return lw.truth(x, node)
+        if isinstance(x, Lit):
+            return lw.coerce(x, ty, node)
+        return lw.coerce(lw.operand(x, node), ty, node)
+    return lower
+
+
+add_builtin("int", [py.int])(_conversion(T.I64, int))
+add_builtin("float", [py.float])(_conversion(T.F64, float))
+add_builtin("bool", [py.bool])(_conversion(T.BOOL, bool))
+for _name, _st in T.SCALARS.items():
+    add_builtin(f"np.{_st.dtype.name}", [_st.dtype.type],
+                f"np.{_st.dtype.name}(x): convert like astype")(_conversion(_st))
+
+
+@add_builtin("len", [py.len])
+def _len(lw, node):
+    """len(x) of a fixed array, vec or tuple: a constant."""
+    if len(node.args) != 1 or node.keywords:
+        lw.error(node, "len() takes one argument")
+    place = lw.place(node.args[0])
+    if isinstance(place, TupleVal):
+        return Lit(len(place.items))
+    t = place.pointee if isinstance(place, Ptr) else getattr(place, "type", None)
+    if isinstance(t, (T.ArrayType, T.VecType)):
+        return Lit(t.n)
+    if isinstance(t, T.TupleType):
+        return Lit(len(t.elems))
+    lw.error(node, "len() needs a fixed array, vec or tuple",
+             "use acc.get_range(0) for an accessor's size")
+
+
+def _loop_only(name):
+    def lower(lw, node):
+        lw.error(node, f"{name}() can only be used as the iterable of a for loop")
+    return lower
+
+
+add_builtin("range", [py.range])(_loop_only("range"))
+add_builtin("sycl.static_range", [kernel_api.static_range])(_loop_only("sycl.static_range"))
+
+
+@add_builtin("sycl.private_array", [kernel_api.private_array])
+def _private_array(lw, node):
+    lw.error(node, "sycl.private_array(dtype, n) must be assigned directly to a local name")
+
+
+# Groups and atomics --------------------------------------------------------------------
+def _group(lw, fv, node) -> GroupHandle:
+    if not isinstance(fv, GroupHandle):
+        lw.error(node, "expected a group: nd.get_group() or nd.get_sub_group()")
+    return fv
+
+
+@add_builtin("sycl.group_barrier", [kernel_api.group_barrier])
+def _group_barrier(lw, node):
+    """group_barrier(g): IR op barrier {scope}."""
+    g = _group(lw, _args(lw, node, 1, "group_barrier")[0], node)
+    lw.emit("barrier", [], attrs={"scope": g.scope}, node=node)
+    return Obj(None)
+
+
+@add_builtin("sycl.reduce_over_group", [kernel_api.reduce_over_group])
+def _reduce(lw, node):
+    """reduce_over_group(g, x, sycl.plus()): IR op group.reduce {op, scope}."""
+    g, x, op = _args(lw, node, 3, "reduce_over_group")
+    g = _group(lw, g, node)
+    if not (isinstance(op, Obj) and isinstance(op.value, kernel_api._group_op)):
+        lw.error(node.args[2], "the operator must be sycl.plus(), sycl.minimum() or sycl.maximum()")
+    v = lw.materialize(lw.operand(x, node), node)
+    return lw.value("group.reduce", [v], v.type, {"op": op.value.ir_name, "scope": g.scope}, node)
+
+
+ATOMIC_TYPES = frozenset({T.I32, T.I64, T.U32, T.U64, T.F32, T.F64})
+
+
+def _enum_attr(lw, fv, enum_cls, node, default) -> str:
+    if fv is None:
+        return default.value
+    if isinstance(fv, Obj) and isinstance(fv.value, enum_cls):
+        return fv.value.value
+    lw.error(node, f"expected a sycl.{enum_cls.__name__} member")
+
+
+@add_builtin("sycl.atomic_ref", [kernel_api.atomic_ref])
+def _atomic_ref(lw, node):
+    """atomic_ref(acc_or_ptr, index, order=, scope=) or atomic_ref(acc[i])."""
+    kw = {k.arg: lw.expr(k.value) for k in node.keywords}
+    unknown = set(kw) - {"order", "scope"}
+    if unknown or not 1 <= len(node.args) <= 4:
+        lw.error(node, "use sycl.atomic_ref(acc_or_ptr, index, order=..., scope=...)")
+    # order and scope may also come positionally, after the index (C++ template order).
+    for key, arg in zip(("order", "scope"), node.args[2:]):
+        if key in kw:
+            lw.error(arg, f"atomic_ref got {key} twice")
+        kw[key] = lw.expr(arg)
+    if len(node.args) >= 2:
+        place = lw.place(_synthetic_subscript(node), write=True)
+    else:
+        place = lw.place(node.args[0], write=True)
+    if not isinstance(place, Ptr):
+        lw.error(node.args[0], "atomic_ref needs an accessor, a USM pointer or a device_global element")
+    if place.readonly:
+        lw.error(node.args[0], f"cannot use atomic_ref on read_only accessor '{place.readonly}'")
+    if place.pointee not in ATOMIC_TYPES:
+        lw.error(node, f"atomic_ref does not support {place.pointee}; use int32, int64, uint32, "
+                 "uint64, float32 or float64")
+    order = _enum_attr(lw, kw.get("order"), memory_order, node, memory_order.relaxed)
+    scope = _enum_attr(lw, kw.get("scope"), memory_scope, node, memory_scope.device)
+    return AtomicHandle(place.value, place.pointee, order, scope)
+
+
+def _synthetic_subscript(node):
+    import ast
+    sub = ast.Subscript(value=node.args[0], slice=node.args[1], ctx=ast.Load())
+    return ast.copy_location(sub, node.args[0])
+
+
+for _cls in (kernel_api.plus, kernel_api.minimum, kernel_api.maximum):
+    add_builtin(f"sycl.{_cls.__name__}", [_cls])(
+        lambda lw, node, c=_cls: (_args(lw, node, 0, c.__name__), Obj(c()))[1])

@@ -1,0 +1,260 @@
+"""Calls: builtins (through the catalogue), device functions, constructors, and the
+methods of SYCL objects (work-items, groups, accessors, atomics, spec constants,
+device globals).
+
+Work-item queries take their dimension as a compile-time constant (it is the ``dim``
+attribute of a ``wi.*`` op); without it they return the whole index as a tuple.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from .. import types as pt
+from ..host_objects import specialization_id
+from ..ir import types as T
+from ..ir.core import Value
+from . import builtins as catalogue
+from .lowering import describe, type_name
+from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal
+
+# method -> (op, takes a dim); kind "item"/"id" (range launches), "nd_item", groups.
+ITEM_METHODS = {"get_id": ("wi.global_id", True), "get_range": ("wi.global_range", True),
+                "get_linear_id": ("wi.global_linear_id", False)}
+ND_ITEM_METHODS = {
+    "get_global_id": ("wi.global_id", True), "get_local_id": ("wi.local_id", True),
+    "get_global_range": ("wi.global_range", True), "get_local_range": ("wi.local_range", True),
+    "get_group_range": ("wi.group_range", True), "get_global_linear_id": ("wi.global_linear_id", False),
+    "get_local_linear_id": ("wi.local_linear_id", False),
+    "get_group_linear_id": ("wi.group_linear_id", False),
+}
+GROUP_METHODS = {
+    "get_group_id": ("wi.group_id", True), "get_local_id": ("wi.local_id", True),
+    "get_local_range": ("wi.local_range", True), "get_group_range": ("wi.group_range", True),
+    "get_group_linear_id": ("wi.group_linear_id", False),
+    "get_local_linear_id": ("wi.local_linear_id", False),
+}
+# Sub-group queries are one-dimensional (SYCL 2020 4.9.1.8); results are i64 like wi.*.
+SUB_GROUP_METHODS = {
+    "get_local_id": ("sg.local_id", False), "get_local_linear_id": ("sg.local_id", False),
+    "get_local_range": ("sg.local_range", False), "get_group_id": ("sg.group_id", False),
+    "get_group_linear_id": ("sg.group_id", False), "get_group_range": ("sg.group_range", False),
+}
+ATOMIC_RMW = {"fetch_add": "add", "fetch_sub": "sub", "fetch_min": "min", "fetch_max": "max",
+              "fetch_and": "and", "fetch_or": "or", "fetch_xor": "xor", "exchange": "xchg"}
+
+
+class CallRules:
+    def expr_Call(self, node: ast.Call):
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.unsupported(a)
+        for k in node.keywords:
+            if k.arg is None:
+                self.error(k.value, "star-args (**kwargs) are not supported in kernel code")
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            base = self.place(func.value)
+            if isinstance(base, Ptr) and base.device_global is not None:
+                return self.device_global_method(base, func.attr, node)
+            base = self.read(base, func.value)
+            if not isinstance(base, Obj):
+                return self.method_call(base, func.attr, node)
+        return self.call_object(self.expr(func), node)
+
+    def peek_callee(self, func):
+        """The compile-time object a callee expression names, without emitting code
+        (None if it is not a plain name/attribute chain of Python objects)."""
+        if isinstance(func, ast.Name):
+            if func.id in self.local_names or func.id in self.env:
+                return self.handles.get(func.id, (None,))[0]
+            try:
+                return self.read_name(func.id, func)
+            except Exception:
+                return None
+        if isinstance(func, ast.Attribute):
+            base = self.peek_callee(func.value)
+            if isinstance(base, Obj) and hasattr(base.value, func.attr):
+                return Obj(getattr(base.value, func.attr))
+        return None
+
+    def call_object(self, callee, node):
+        if not isinstance(callee, Obj):
+            self.error(node.func, f"a {describe(callee)} value is not callable")
+        obj = callee.value
+        rule = catalogue.lookup(obj)
+        if rule is not None:
+            return rule.lower(self, node)
+        kind = getattr(obj, "_pysycl_function_kind", None)
+        if kind == "kernel":
+            self.error(node, f"kernel '{obj.name}' cannot be called from kernel code",
+                       "move the shared code into a @sycl.device function")
+        if kind in ("device", "external"):
+            return self.call_device(obj, node)
+        if isinstance(obj, type) and getattr(obj, "__pysycl_struct__", False):
+            return self.construct(T.type_from_dtype(obj.dtype), node)
+        if isinstance(obj, np.dtype):
+            return self.construct(T.type_from_dtype(obj), node)
+        if obj is pt.vec or obj is np.dtype:
+            return self.compile_time_call(obj, node)
+        self.error(node, f"calling {describe(obj)} is not supported in kernel code")
+
+    def compile_time_call(self, fn, node):
+        """``sycl.vec(np.float32, 4)`` / ``np.dtype(...)`` with constant arguments."""
+        args = [self.compile_time_value(a) for a in node.args]
+        kwargs = {k.arg: self.compile_time_value(k.value) for k in node.keywords}
+        try:
+            return Obj(fn(*args, **kwargs))
+        except (TypeError, ValueError) as e:
+            self.error(node, f"invalid type: {e}")
+
+    def compile_time_value(self, node):
+        fv = self.expr(node)
+        if isinstance(fv, Lit):
+            return fv.value
+        if isinstance(fv, Obj):
+            return fv.value
+        if isinstance(fv, TupleVal):
+            return tuple(x.value for x in fv.items if isinstance(x, (Lit, Obj)))
+        self.error(node, "this must be a compile-time constant")
+
+    def construct(self, ty: T.Type, node):
+        """``Point(1, 2.0)``, ``Point(x=1, y=2.0)``, ``Point((1, 2.0))``, ``V4(1, 2, 3, 4)``."""
+        args = [self.expr(a) for a in node.args]
+        if len(args) == 1 and not node.keywords:
+            return self.coerce(args[0], ty, node)
+        if isinstance(ty, T.StructType):
+            by_name = dict(zip([f.name for f in ty.fields], args))
+            for k in node.keywords:
+                by_name[k.arg] = self.expr(k.value)
+            items = [by_name.get(f.name, Lit(0)) for f in ty.fields]
+            return self.coerce(TupleVal(tuple(items)), ty, node)
+        return self.coerce(TupleVal(tuple(args)), ty, node)
+
+    def call_device(self, fobj, node):
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        bound = self.session.bind_call(fobj, args, kwargs, self, node)
+        func = self.session.callee(fobj, bound, self, node)
+        operands = [self.coerce(fv, p.type, node, "argument") for fv, p in zip(bound, func.params)]
+        op = self.emit("call", operands, func.return_type, {"callee": func.name}, node)
+        return op.result if op.result is not None else Obj(None)
+
+    # Methods --------------------------------------------------------------------------
+    def method_call(self, base, name: str, node):
+        if isinstance(base, AtomicHandle):
+            return self.atomic_method(base, name, node)
+        if isinstance(base, GroupHandle):
+            table = GROUP_METHODS if base.scope == "work_group" else SUB_GROUP_METHODS
+            return self.query(table, name, base.dims, node, base.scope.replace("_", "-"))
+        if isinstance(base, SpecPlaceholder):
+            self._no_args(node, name, "get")
+            decl = self.session.use_spec_placeholder(base)
+            return self.value("spec.get", [], decl.type, {"id": decl.unique_id}, node)
+        if isinstance(base, Value):
+            t = base.type
+            if isinstance(t, T.IndexSpaceType):
+                return self.index_method(base, name, node)
+            if isinstance(t, (T.AccessorType, T.LocalAccessorType)):
+                return self.accessor_method(base, name, node)
+        self.error(node.func, f"'{name}' is not a method of {describe(base) if not isinstance(base, Value) else 'a ' + type_name(base.type) + ' value'}")
+
+    def _no_args(self, node, name, expected):
+        if name != expected or node.args or node.keywords:
+            self.error(node, f"a spec_constant placeholder only has .{expected}()")
+
+    def index_method(self, it: Value, name: str, node):
+        kind, dims = it.type.kind, it.type.dims
+        if kind == "kernel_handler":
+            return self.kernel_handler_method(name, node)
+        if kind == "nd_item":
+            if name == "get_group":
+                if node.args:
+                    d = self.const_index(node.args[0], dims)
+                    return self.value("wi.group_id", [], T.I64, {"dim": d}, node)
+                return GroupHandle("work_group", dims)
+            if name == "get_sub_group":
+                return GroupHandle("sub_group", 1)
+            return self.query(ND_ITEM_METHODS, name, dims, node, "nd_item")
+        if kind in ("item", "id"):
+            return self.query(ITEM_METHODS, name, dims, node, kind)
+        self.error(node.func, f"'{name}' is not a method of {kind}")
+
+    def query(self, table, name, dims, node, what):
+        entry = table.get(name)
+        if entry is None:
+            self.error(node.func, f"'{name}' is not a method of sycl.{what}",
+                       "methods: " + ", ".join(sorted(table)))
+        op, takes_dim = entry
+        if node.keywords or len(node.args) > (1 if takes_dim else 0):
+            self.error(node, f"{name}() takes {'at most one dimension argument' if takes_dim else 'no arguments'}")
+        if not takes_dim:
+            return self.value(op, [], T.I64, node=node)
+        if node.args:
+            return self.value(op, [], T.I64, {"dim": self.const_index(node.args[0], dims)}, node)
+        return TupleVal(tuple(self.value(op, [], T.I64, {"dim": d}, node) for d in range(dims)))
+
+    def kernel_handler_method(self, name, node):
+        if name != "get_specialization_constant":
+            self.error(node.func, f"'{name}' is not available on a kernel_handler inside kernels",
+                       "use h.get_specialization_constant(spec_id)")
+        if len(node.args) != 1 or node.keywords:
+            self.error(node, "get_specialization_constant takes one specialization_id")
+        spec = self.expr(node.args[0])
+        if not (isinstance(spec, Obj) and isinstance(spec.value, specialization_id)):
+            self.error(node.args[0], "get_specialization_constant needs a sycl.specialization_id "
+                       "defined outside the kernel")
+        decl = self.session.use_spec_constant(spec.value, self.src, node)
+        return self.value("spec.get", [], decl.type, {"id": decl.unique_id}, node)
+
+    def accessor_method(self, acc: Value, name: str, node):
+        dims = acc.type.dims
+        if name == "get_range":
+            if node.args:
+                d = self.const_index(node.args[0], dims)
+                return self.value("acc.range", [acc], T.I64, {"dim": d}, node)
+            return TupleVal(tuple(self.value("acc.range", [acc], T.I64, {"dim": d}, node)
+                                  for d in range(dims)))
+        self.error(node.func, f"'{name}' is not an accessor method in kernel code",
+                   "available: acc[i], acc.get_range(), acc.get_range(d)")
+
+    def atomic_method(self, a: AtomicHandle, name: str, node):
+        attrs = {"order": a.order, "scope": a.scope}
+        args = [self.expr(x) for x in node.args]
+        if node.keywords:
+            self.error(node, f"{name}() takes positional arguments only")
+        if name in ATOMIC_RMW and len(args) == 1:
+            if name in ("fetch_and", "fetch_or", "fetch_xor") and a.elem.is_float:
+                self.error(node, f"{name} needs an integer atomic_ref, not {type_name(a.elem)}")
+            v = self.coerce(args[0], a.elem, node)
+            return self.value("atomic.rmw", [a.ptr, v], a.elem, dict(attrs, op=ATOMIC_RMW[name]), node)
+        if name == "load" and not args:
+            return self.value("atomic.load", [a.ptr], a.elem, attrs, node)
+        if name == "store" and len(args) == 1:
+            self.emit("atomic.store", [a.ptr, self.coerce(args[0], a.elem, node)], attrs=attrs, node=node)
+            return Obj(None)
+        if name == "compare_exchange_strong" and len(args) == 2:
+            return self._cmpxchg(a, args, attrs, node)
+        self.error(node, f"atomic_ref has no method {name}() with {len(args)} argument(s)")
+
+    def _cmpxchg(self, a: AtomicHandle, args, attrs, node):
+        """C++ ``compare_exchange_strong(T& expected, T desired) -> bool``: when
+        ``expected`` is a local it receives the old value, as the reference would."""
+        expected = self.coerce(args[0], a.elem, node)
+        desired = self.coerce(args[1], a.elem, node)
+        old = self.value("atomic.cmpxchg", [a.ptr, expected, desired], a.elem, attrs, node)
+        ok = self.value("cmp", [old, expected], T.BOOL, {"pred": "eq"}, node)
+        target = node.args[0]
+        if isinstance(target, ast.Name) and target.id in self.slots:
+            self.assign_name(target.id, old, target)
+        return ok
+
+    def device_global_method(self, place: Ptr, name: str, node):
+        if name == "get" and not node.args:
+            return self.read(place, node)
+        if name == "set" and len(node.args) == 1:
+            self.write(place, self.expr(node.args[0]), node)
+            return Obj(None)
+        self.error(node.func, f"device_global has no method {name}() here",
+                   "use dg.get(), dg.set(v), dg[i] or dg.field")

@@ -1,0 +1,173 @@
+"""``@sycl.kernel``, ``@sycl.device``, ``@sycl.external``.
+
+Decoration only records the function: source is parsed on first use (``ir_module()``,
+``signature()``), so importing a module full of kernels costs nothing and errors surface
+where the kernel is first used, never at import.
+
+>>> @kernel
+... def noop():
+...     pass
+>>> noop.name.endswith("noop")
+True
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import threading
+
+from ..errors import errc, exception
+from ..ir.core import Module
+from ..properties import as_properties
+from . import registry
+from .diagnostics import user_facing
+from .source import ParsedFunction, parse_function
+
+
+class _FrontendFunction:
+    """What the three decorators share: the Python function, its names, lazy AST."""
+
+    _pysycl_function_kind = ""
+
+    def __init__(self, fn, name: str | None = None, properties=None):
+        if not callable(fn) or not hasattr(fn, "__code__"):
+            raise TypeError(f"@sycl.{self._pysycl_function_kind} needs a Python function, not {fn!r}")
+        functools.update_wrapper(self, fn)
+        self.py_function = fn
+        self.module_name: str = fn.__module__
+        self.qualname: str = fn.__qualname__
+        self.name: str = name or self._default_name()
+        self.properties = as_properties(properties)
+        self._lock = threading.RLock()
+        self._cache: dict[str, object] = {}
+
+    def _default_name(self) -> str:
+        return f"{self.module_name}.{self.qualname}"
+
+    def parsed(self) -> ParsedFunction:
+        return parse_function(self.py_function)
+
+    def _cached(self, key: str, make):
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = make()
+            return self._cache[key]
+
+    def __repr__(self):
+        return f"<sycl.{self._pysycl_function_kind} {self.name}>"
+
+
+class KernelFunction(_FrontendFunction):
+    """A ``@sycl.kernel``: its ID name, properties, signature and input image."""
+
+    _pysycl_function_kind = "kernel"
+
+    @user_facing
+    def ir_module(self) -> Module:
+        """The input image (cached; treat it as immutable).
+
+        >>> # noop.ir_module().kernels[0].kind == "kernel"
+        """
+        from .compiler import build_kernel_image
+        return self._cached("ir", lambda: build_kernel_image(self))
+
+    @user_facing
+    def signature(self):
+        """Per-parameter info for argument packing (no body compilation)."""
+        from .signature import kernel_signature
+        return self._cached("signature", lambda: kernel_signature(self.parsed()))
+
+    @property
+    def index_kind(self) -> str | None:
+        return self.signature().index_kind
+
+    @property
+    def dims(self) -> int | None:
+        return self.signature().dims
+
+    def __call__(self, *args, **kwargs):
+        raise exception(errc.invalid, f"kernel {self.name} cannot be called from Python: kernels "
+                        "are compiled, never run by the interpreter; launch it with "
+                        "q.parallel_for(range, kernel, *args) or q.single_task(kernel, *args)")
+
+
+class DeviceFunction(_FrontendFunction):
+    """A ``@sycl.device`` helper. Calling it from Python runs the Python function (so
+    helpers can be tested on the host); kernels compile it."""
+
+    _pysycl_function_kind = "device"
+
+    def __call__(self, *args, **kwargs):
+        return self.py_function(*args, **kwargs)
+
+
+class ExternalFunction(_FrontendFunction):
+    """A ``@sycl.external`` (``SYCL_EXTERNAL``): exported by the image that defines it,
+    imported (a ``declare``) by every image that calls it. The symbol is the bare
+    ``__name__`` unless ``name=`` is given, so separately compiled modules agree on it."""
+
+    _pysycl_function_kind = "external"
+
+    def _default_name(self) -> str:
+        return self.py_function.__name__
+
+    @property
+    def is_declaration(self) -> bool:
+        """True when the body is only ``...`` (optionally after a docstring)."""
+        return self._cached("is_declaration", lambda: _is_ellipsis_body(self.parsed().node))
+
+    @user_facing
+    def ir_module(self) -> Module:
+        """The library image of a definition."""
+        if self.is_declaration:
+            raise exception(errc.invalid, f"@sycl.external {self.name} is a declaration (its body "
+                            "is '...'): the image that defines it provides the code")
+        from .compiler import build_library_image
+        return self._cached("ir", lambda: build_library_image(self))
+
+    def __call__(self, *args, **kwargs):
+        if self.is_declaration:
+            raise exception(errc.invalid, f"@sycl.external {self.name} is only declared here; "
+                            "it can only be called from kernel code")
+        return self.py_function(*args, **kwargs)
+
+
+def _is_ellipsis_body(fdef: ast.FunctionDef) -> bool:
+    body = list(fdef.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return len(body) == 1 and isinstance(body[0], ast.Expr) and \
+        isinstance(body[0].value, ast.Constant) and body[0].value.value is Ellipsis
+
+
+def _decorator(cls, register, fn, **options):
+    def wrap(f):
+        obj = cls(f, **options)
+        if register is not None:
+            register(obj)
+        return obj
+    return wrap(fn) if fn is not None else wrap
+
+
+def kernel(fn=None, *, properties=None, name: str | None = None):
+    """``@sycl.kernel`` or ``@sycl.kernel(properties=..., name=...)``.
+
+    >>> @kernel(name="demo.k")
+    ... def k():
+    ...     pass
+    >>> k.name
+    'demo.k'
+    """
+    return _decorator(KernelFunction, registry.register_kernel, fn, properties=properties, name=name)
+
+
+def device(fn=None, *, name: str | None = None):
+    """``@sycl.device``: a helper callable from kernels, internal to its image."""
+    return _decorator(DeviceFunction, None, fn, name=name)
+
+
+def external(fn=None, *, name: str | None = None):
+    """``@sycl.external`` or ``@sycl.external(name="symbol")``; a body of only ``...``
+    declares a function defined in another image (resolved at link time)."""
+    return _decorator(ExternalFunction, registry.register_external, fn, name=name)

@@ -1,0 +1,207 @@
+"""Memory locations: accessor elements, USM pointers, device globals, aggregate locals.
+
+An lvalue-like expression lowers to a :class:`~values.Ptr` (a place); reading it is a
+``load``, writing a ``store`` (values converted to the element type like NumPy's
+``__setitem__``). Places compose, so ``acc[i].pos.x = 1`` is ``acc.ptr`` ->
+``ptr.field`` -> ``ptr.field`` -> ``store``. Indices are converted to i64.
+
+=================  ==================================================
+``acc[i, j]``      ``acc.ptr acc, i, j`` (``acc[item]``: ``wi.global_id`` per dim)
+``p[i]``           ``ptr.offset p, i``
+``dg``             ``dg.addr {id}``
+``local.x``        ``var.addr local`` + ``ptr.field {field="x"}``
+``arr[i]``         ``var.addr arr`` + ``ptr.elem arr, i`` (a local array or vec)
+=================  ==================================================
+"""
+from __future__ import annotations
+
+import ast
+
+from ..host_objects import device_global, specialization_id
+from ..ir import types as T
+from ..ir.core import Value
+from .lowering import type_name
+from .scope import classify_value
+from .values import Lit, Obj, Ptr, TupleVal
+
+AGGREGATES = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
+
+
+class MemoryRules:
+    def place(self, node, write: bool = False):
+        if isinstance(node, ast.Name):
+            return self._name_place(node)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(self.place(node.value, write), node)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(self.place(node.value, write), node)
+        return self.expr(node)
+
+    def read(self, place, node):
+        if isinstance(place, Ptr):
+            return self.value("load", [place.value], place.pointee, node=node)
+        return place
+
+    def write(self, place, fv, node) -> None:
+        if not isinstance(place, Ptr):
+            self.error(node, "cannot assign to this expression in kernel code")
+        if place.readonly:
+            self.error(node, f"cannot write to read_only accessor '{place.readonly}'",
+                       "declare the parameter sycl.write_only or sycl.read_write")
+        v = self.coerce(fv, place.pointee, node)
+        self.emit("store", [place.value, v], node=node)
+
+    # Names --------------------------------------------------------------------------
+    def _name_place(self, node: ast.Name):
+        slot = self.slots.get(node.id)
+        if slot is not None and isinstance(slot.type, AGGREGATES) and node.id not in self.handles:
+            ptr = self.value("var.addr", [], T.PointerType(slot.type, "private"), {"name": node.id}, node)
+            return Ptr(ptr)
+        fv = self.read_name(node.id, node)
+        if isinstance(fv, Obj) and isinstance(fv.value, device_global):
+            return self.device_global_place(fv.value, node)
+        return fv
+
+    def device_global_place(self, dg: device_global, node) -> Ptr:
+        decl = self.session.use_device_global(dg, self.src, node)
+        ptr = self.value("dg.addr", [], T.PointerType(decl.type, "global"), {"id": decl.unique_id}, node)
+        return Ptr(ptr, device_global=dg)
+
+    # Attributes ---------------------------------------------------------------------
+    def _attribute(self, base, node: ast.Attribute):
+        attr = node.attr
+        if isinstance(base, Ptr) and isinstance(base.pointee, T.StructType):
+            field = self._field(base.pointee, attr, node)
+            ptr = self.value("ptr.field", [base.value], T.PointerType(field.type, base.value.type.space),
+                             {"field": attr}, node)
+            return Ptr(ptr, base.readonly)
+        if isinstance(base, Ptr):
+            base = self.read(base, node)
+        if isinstance(base, Value) and isinstance(base.type, T.StructType):
+            field = self._field(base.type, attr, node)
+            return self.value("struct.get", [base], field.type, {"field": attr}, node)
+        if isinstance(base, Obj):
+            return self._py_attribute(base.value, node)
+        what = type_name(base.type) if isinstance(base, Value) else type(base).__name__
+        self.error(node, f"'{attr}' of a {what} value is not supported here",
+                   "methods must be called, e.g. it.get_id(0)")
+
+    def _field(self, st: T.StructType, attr, node) -> T.StructField:
+        try:
+            return st.field(attr)
+        except KeyError:
+            names = ", ".join(f.name for f in st.fields)
+            self.error(node, f"struct {st.name} has no field '{attr}' (fields: {names})")
+
+    def _py_attribute(self, obj, node):
+        """``np.float32``, ``sycl.math.sqrt``, ``Cls.CONST``: read at compile time."""
+        if isinstance(obj, specialization_id):
+            self.error(node, "read a specialization constant with "
+                       "h.get_specialization_constant(spec_id) (h: sycl.kernel_handler)")
+        try:
+            value = getattr(obj, node.attr)
+        except AttributeError:
+            self.error(node, f"{_py_name(obj)} has no attribute '{node.attr}'")
+        return classify_value(value, self.src, node, f"{_py_name(obj)}.{node.attr}")
+
+    # Subscripts ---------------------------------------------------------------------
+    def _subscript(self, base, node: ast.Subscript):
+        if isinstance(node.slice, ast.Slice):
+            self.unsupported(node.slice)
+        if isinstance(base, Ptr):
+            pointee = base.pointee
+            if isinstance(pointee, (T.ArrayType, T.VecType)):
+                return self._array_elem(base, node)
+            base = self.read(base, node)
+        if isinstance(base, TupleVal):
+            return base.items[self.const_index(node.slice, len(base.items))]
+        if not isinstance(base, Value):
+            self.error(node, f"{_py_name(getattr(base, 'value', base))} cannot be indexed in kernel code")
+        return self._value_subscript(base, node)
+
+    def _array_elem(self, base: Ptr, node):
+        idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        place = base
+        for n in idx_nodes:
+            if not isinstance(place.pointee, (T.ArrayType, T.VecType)):
+                self.error(node, f"too many indices for a {place.pointee} value")
+            elem = place.pointee.elem
+            i = self.index_value(self.expr(n), n)
+            ptr = self.value("ptr.elem", [place.value, i], T.PointerType(elem, place.value.type.space), node=node)
+            place = Ptr(ptr, place.readonly)
+        return place
+
+    def _value_subscript(self, base: Value, node):
+        t = base.type
+        if isinstance(t, (T.AccessorType, T.LocalAccessorType)):
+            space = "local" if isinstance(t, T.LocalAccessorType) else "global"
+            idx = self.accessor_indices(base, node.slice, node)
+            ptr = self.value("acc.ptr", [base] + idx, T.PointerType(t.elem, space), node=node)
+            ro = (base.name or "accessor") if isinstance(t, T.AccessorType) and t.mode == "read_only" else None
+            return Ptr(ptr, ro)
+        if isinstance(t, T.PointerType):
+            i = self.index_value(self.expr(node.slice), node.slice)
+            return Ptr(self.value("ptr.offset", [base, i], t, node=node))
+        if isinstance(t, (T.ArrayType, T.VecType)):
+            i = self.index_value(self.expr(node.slice), node.slice)
+            op = "array.get" if isinstance(t, T.ArrayType) else "vec.get"
+            return self.value(op, [base, i], t.elem, node=node)
+        if isinstance(t, T.TupleType):
+            k = self.const_index(node.slice, len(t.elems))
+            return self.value("tuple.get", [base], t.elems[k], {"index": k}, node)
+        if isinstance(t, T.IndexSpaceType) and t.kind in ("id", "item", "nd_item"):
+            d = self.const_index(node.slice, t.dims)
+            return self.value("wi.global_id", [], T.I64, {"dim": d}, node)
+        self.error(node, f"a {type_name(t)} value cannot be indexed")
+
+    def accessor_indices(self, acc: Value, slice_node, node) -> list[Value]:
+        dims = acc.type.dims
+        if isinstance(slice_node, ast.Tuple):
+            items = [self.expr(e) for e in slice_node.elts]
+        else:
+            fv = self.expr(slice_node)
+            items = self.index_items(fv, slice_node)
+        if len(items) != dims:
+            self.error(node, f"accessor '{acc.name or 'accessor'}' has {dims} dimension(s) but "
+                       f"{len(items)} index(es) were given")
+        return [self.index_value(x, slice_node) for x in items]
+
+    def index_items(self, fv, node) -> list:
+        """An index object (item, id tuple, scalar) as a list of per-dimension indices."""
+        if isinstance(fv, TupleVal):
+            return list(fv.items)
+        if isinstance(fv, Value) and isinstance(fv.type, T.IndexSpaceType) and \
+                fv.type.kind in ("id", "item", "nd_item"):
+            return [self.value("wi.global_id", [], T.I64, {"dim": d}, node) for d in range(fv.type.dims)]
+        if isinstance(fv, Value) and isinstance(fv.type, T.TupleType):
+            return [self.value("tuple.get", [fv], e, {"index": i}, node) for i, e in enumerate(fv.type.elems)]
+        return [fv]
+
+    def index_value(self, fv, node) -> Value:
+        if isinstance(fv, Lit) and isinstance(fv.value, int):
+            return self.const(fv.value, T.I64, node)
+        if isinstance(fv, Obj):
+            fv = self.materialize(fv, node)
+        if isinstance(fv, Value):
+            t = fv.type
+            if isinstance(t, T.IndexSpaceType) and t.dims == 1:
+                return self.coerce(fv, T.I64, node)
+            if isinstance(t, T.ScalarType) and (t.is_int or t.is_bool):
+                return self.cast(fv, T.I64, node)
+        self.error(node, "indices must be integers", "convert with int(...)")
+
+    def const_index(self, node, n: int) -> int:
+        fv = self.expr(node)
+        if not isinstance(fv, Lit) or not isinstance(fv.value, int) or isinstance(fv.value, bool):
+            self.error(node, "this index must be a compile-time integer constant")
+        k = fv.value + n if fv.value < 0 else fv.value
+        if not 0 <= k < n:
+            self.error(node, f"index {fv.value} is out of range for {n} elements")
+        return k
+
+
+def _py_name(obj) -> str:
+    name = getattr(obj, "__name__", None)
+    if name:
+        return f"'{name}'"
+    return f"a {type(obj).__name__} object"

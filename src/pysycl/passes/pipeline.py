@@ -1,0 +1,139 @@
+"""Pass pipelines: declared lists of (pass, reason), run in order on a module.
+
+Like numba's ``pm.add_pass(Pass, "reason")``: the list says what runs and why, a pass is a
+function ``(module, options) -> module | None`` (None: it rewrote the module in place) or
+a class/instance with ``name`` and ``run(module, options)``. After each pass the module can
+be verified (``options.verify``; debug builds and tests turn it on) and printed when
+``ir`` is among the dump stages (``PYSYCL_DUMP``, read by ``config.dump_stages()`` only).
+Each run records per-pass wall times in ``PassManager.timings``.
+
+>>> pm = PassManager("demo")
+>>> pm.add_pass(lambda m, o: None, "does nothing")
+>>> pm.run(Module("m")).name
+'m'
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+from pysycl.errors import errc, exception
+from pysycl.ir.core import Module
+from pysycl.ir.printer import print_module
+from pysycl.ir.verifier import verify_module
+
+PassFunction = Callable[[Module, "PassOptions"], "Module | None"]
+
+
+@dataclasses.dataclass
+class PassOptions:
+    """What passes may consult. ``dump`` None means: ask ``config.dump_stages()``."""
+
+    verify: bool = False
+    dump: frozenset[str] | None = None
+    dump_stream: TextIO | None = None
+    target: str = ""
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def dump_stages(self) -> frozenset[str]:
+        if self.dump is None:
+            from pysycl import config  # the one module that reads PYSYCL_*
+            return config.dump_stages()
+        return self.dump
+
+
+@dataclasses.dataclass(frozen=True)
+class PassEntry:
+    name: str
+    run: PassFunction
+    reason: str
+
+
+class PassManager:
+    """A named, ordered list of passes with the reason each one is there."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.passes: list[PassEntry] = []
+        self.timings: list[tuple[str, float]] = []
+
+    def add_pass(self, p: Any, reason: str) -> None:
+        """Append a pass: a function, a class (instantiated without arguments) or an object
+        with ``run(module, options)``; its name is ``p.name`` or the function's name."""
+        obj = p() if isinstance(p, type) else p
+        fn = obj.run if hasattr(obj, "run") else obj
+        name = getattr(obj, "name", None) or getattr(fn, "__name__", type(obj).__name__)
+        if not callable(fn):
+            raise TypeError(f"pass {p!r} is not callable")
+        self.passes.append(PassEntry(name, fn, reason))
+
+    def describe(self) -> list[tuple[str, str]]:
+        """(name, reason) of every pass, in order."""
+        return [(p.name, p.reason) for p in self.passes]
+
+    def run(self, module: Module, options: PassOptions | None = None) -> Module:
+        options = options or PassOptions()
+        stages = options.dump_stages()
+        self.timings = []
+        for p in self.passes:
+            start = time.perf_counter()
+            result = p.run(module, options)
+            self.timings.append((p.name, time.perf_counter() - start))
+            module = module if result is None else result
+            if options.verify:
+                self._verify(module, p)
+            if "ir" in stages:
+                out = options.dump_stream or sys.stderr
+                out.write(f"// IR after {self.name}.{p.name} ({p.reason})\n")
+                out.write(print_module(module))
+        return module
+
+    def _verify(self, module: Module, p: PassEntry) -> None:
+        try:
+            verify_module(module)
+        except exception as e:
+            raise exception(errc.build, f"after pass {self.name}.{p.name}: {e}") from None
+
+
+def verify(module: Module, options: PassOptions | None = None) -> None:
+    """The verifier as a pass."""
+    verify_module(module)
+
+
+def compile_pipeline() -> PassManager:
+    """The object-state pipeline (``sycl::compile``): target independent."""
+    from .unroll_static_range import unroll_static_range
+
+    pm = PassManager("compile")
+    pm.add_pass(verify, "reject malformed input before rewriting it")
+    pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
+    return pm
+
+
+def run_compile_pipeline(module: Module, options: PassOptions | None = None) -> Module:
+    """Run :func:`compile_pipeline` (what ``bundle.toolchain.optimise`` calls)."""
+    return compile_pipeline().run(module, options)
+
+
+def native_cpu_kernel_pipeline() -> PassManager:
+    """IR passes for kernels on the native CPU device, after link and spec-constant lowering."""
+    from .lower_group_reduce import lower_group_reduce
+    from .unroll_static_range import unroll_static_range
+    from .work_group_fission import work_group_fission
+
+    pm = PassManager("native_cpu")
+    pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
+    pm.add_pass(lower_group_reduce, "work-group reductions become group vars and barriers")
+    pm.add_pass(work_group_fission, "one thread runs a work-group: split at barriers")
+    return pm
+
+
+def device_kernel_pipeline() -> PassManager:
+    """IR passes for SPIR-V and PTX targets (barriers and reductions are native there)."""
+    from .unroll_static_range import unroll_static_range
+
+    pm = PassManager("device")
+    pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
+    return pm

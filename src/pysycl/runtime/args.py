@@ -1,0 +1,318 @@
+"""Kernel arguments: checking the user's values and packing them per the KernelArg ABI
+(``backends/base.py``), and checking index spaces against the device.
+
+A :class:`Packer` is built once per launcher from its parameter list and cached; a
+launch then runs one small function per parameter. Errors are
+``errc.kernel_argument`` and name the kernel and the parameter.
+
+>>> import numpy as np
+>>> from types import SimpleNamespace as P
+>>> pk = Packer([P(name="n", kind="scalar", dtype=np.dtype(np.int32), dims=0, mode=None)], "k")
+>>> args, local = pk.pack((7,), None); args[0].value, local
+(b'\\x07\\x00\\x00\\x00', 0)
+"""
+from __future__ import annotations
+
+import ctypes
+import numbers
+
+import numpy as np
+
+from .. import types
+from ..backends.base import KernelArg, KernelArgKind
+from ..errors import errc, exception
+
+_SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
+                                 KernelArgKind.mem, KernelArgKind.local)
+# Parameters the runtime supplies (no user argument).
+_IMPLICIT = frozenset({"index", "kernel_handler"})
+# Local blocks start at multiples of this inside the work-group's local memory; the
+# native CPU driver lays them out the same way.
+LOCAL_ALIGNMENT = 64
+
+
+def _i64(v: int) -> KernelArg:
+    return KernelArg(_SCALAR, int(v).to_bytes(8, "little", signed=True))
+
+
+def _arg_error(kernel: str, name: str, message: str) -> exception:
+    return exception(errc.kernel_argument, f"kernel {kernel}: argument {name!r}: {message}")
+
+
+# Index spaces ----------------------------------------------------------------------------
+def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
+    """``errc.nd_range`` unless ``local_size`` tiles ``global_size`` and fits the device.
+
+    >>> from types import SimpleNamespace as D
+    >>> dev = D(max_work_group_size=256, max_work_item_sizes=(256, 256, 256))
+    >>> check_launch(dev, (10,), (4,), "k")
+    Traceback (most recent call last):
+    ...
+    pysycl.errors.exception: kernel k: global range (10,) is not a multiple of local range (4,) (dimension 0)
+    """
+    if local_size is None:
+        return
+    if len(local_size) != len(global_size):
+        raise exception(errc.nd_range, f"kernel {kernel}: local range {tuple(local_size)} and "
+                        f"global range {tuple(global_size)} differ in dimensions")
+    total = 1
+    for d, (g, l) in enumerate(zip(global_size, local_size)):
+        if l <= 0:
+            raise exception(errc.nd_range, f"kernel {kernel}: local range "
+                            f"{tuple(local_size)} has an empty dimension {d}")
+        if g % l:
+            raise exception(errc.nd_range, f"kernel {kernel}: global range {tuple(global_size)}"
+                            f" is not a multiple of local range {tuple(local_size)} "
+                            f"(dimension {d})")
+        limit = desc.max_work_item_sizes[d] if d < len(desc.max_work_item_sizes) else 1
+        if l > limit:
+            raise exception(errc.nd_range, f"kernel {kernel}: local range {tuple(local_size)}"
+                            f" exceeds the device's max_work_item_sizes "
+                            f"{tuple(desc.max_work_item_sizes)} in dimension {d}")
+        total *= l
+    if total > desc.max_work_group_size:
+        raise exception(errc.nd_range, f"kernel {kernel}: work-group of {total} work-items "
+                        f"{tuple(local_size)} exceeds the device's max_work_group_size "
+                        f"{desc.max_work_group_size}")
+
+
+# Pointers --------------------------------------------------------------------------------
+def pointer_of(value, dev, kernel: str, name: str, keep: list):
+    """(memory handle, dtype) of a USM array or an interop object usable on ``dev``."""
+    from .usm import usm_array
+
+    desc = dev._desc
+    if isinstance(value, usm_array):
+        value._check_live()
+        if value.device != dev and (value.usm_type == "device" or
+                                    value.device.get_platform() != dev.get_platform()):
+            raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
+                             f"used on {dev.name!r}")
+        return value._alloc, value.dtype
+    host = bool(desc.extra.get("host_accessible"))
+    if host and hasattr(value, "__array_interface__"):
+        iface = value.__array_interface__
+        if iface.get("strides") is not None and not np.asarray(value).flags.c_contiguous:
+            raise _arg_error(kernel, name, "array is not C-contiguous")
+        if iface["data"][1]:
+            raise _arg_error(kernel, name, "array is read-only")
+        keep.append(value)
+        return int(iface["data"][0]), np.dtype(iface["typestr"])
+    cai = getattr(value, "__cuda_array_interface__", None) if desc.backend == "cuda" else None
+    if cai is not None:
+        keep.append(value)
+        return int(cai["data"][0]), np.dtype(cai["typestr"])
+    if hasattr(value, "__dlpack__"):
+        return _dlpack_pointer(value, dev, kernel, name, keep)
+    raise _arg_error(kernel, name, f"expected a sycl.usm_array or an array on {dev.name!r}, "
+                     f"got {type(value).__name__}")
+
+
+def _dlpack_pointer(value, dev, kernel, name, keep):
+    from . import dlpack
+    from ..backends import registry
+
+    want = registry.dlpack_device(dev._desc, "device")
+    have = tuple(value.__dlpack_device__())
+    host_ok = dev._desc.extra.get("host_accessible") and have[0] in (dlpack.kDLCPU,
+                                                                      dlpack.kDLCUDAHost)
+    if have != want and not host_ok:
+        raise _arg_error(kernel, name, f"DLPack memory on device {have} is not on "
+                         f"{dev.name!r} {want}")
+    cap = value.__dlpack__()
+    api = ctypes.pythonapi
+    address = api.PyCapsule_GetPointer(ctypes.py_object(cap), b"dltensor")
+    tensor = dlpack.DLManagedTensor.from_address(address).dl_tensor
+    code = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(tensor.dtype.code, "V")
+    dtype = np.dtype(f"{code}{tensor.dtype.bits // 8}") if code != "b" else np.dtype(np.bool_)
+    keep.append((value, cap))  # the capsule owns the memory until the command is done
+    return int(tensor.data or 0) + int(tensor.byte_offset), dtype
+
+
+ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+# Per-parameter packers -------------------------------------------------------------------
+def _scalar_packer(p, kernel):
+    dt = np.dtype(p.dtype)
+    typ = dt.type
+    integral = dt.kind in "iub"
+    # Launch loops pass the same few values again and again: remember their KernelArgs
+    # (keyed by type too, so 1 and 1.0 and True stay apart).
+    cache: dict = {}
+
+    def pack(value, out, cgh, keep):
+        key = (type(value), value)
+        try:
+            hit = cache.get(key)
+        except TypeError:  # unhashable: certainly not a scalar
+            hit = None
+        if hit is None:
+            hit = _convert_scalar(value, dt, typ, integral, kernel, p.name)
+            if len(cache) < 256:
+                cache[key] = hit
+        out.append(hit)
+    return pack
+
+
+def _convert_scalar(value, dt, typ, integral, kernel, name) -> KernelArg:
+    if not isinstance(value, (numbers.Number, np.generic)) or isinstance(value, np.ndarray):
+        raise _arg_error(kernel, name, f"expected a {dt} scalar, got {type(value).__name__}")
+    if integral and not isinstance(value, (numbers.Integral, np.integer, np.bool_)):
+        if not float(value).is_integer():
+            raise _arg_error(kernel, name, f"{value!r} is not an integer ({dt})")
+    if dt.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+        raise _arg_error(kernel, name, f"complex value {value!r} for a {dt} parameter")
+    try:
+        return KernelArg(_SCALAR, typ(value).tobytes())
+    except (OverflowError, ValueError, TypeError) as e:
+        raise _arg_error(kernel, name, f"{value!r} does not fit {dt}: {e}") from None
+
+
+def _struct_packer(p, kernel):
+    dt = np.dtype(p.dtype)
+
+    def pack(value, out, cgh, keep):
+        try:
+            out.append(KernelArg(_BYTES, types.to_struct_bytes(value, dt)))
+        except (TypeError, ValueError) as e:
+            raise _arg_error(kernel, p.name, f"cannot convert {value!r} to {dt}: {e}") from None
+    return pack
+
+
+def _accessor_packer(p, kernel):
+    from .buffer import accessor
+
+    want_write = p.mode is not None and types.access_mode(getattr(p.mode, "value", p.mode)) \
+        is not types.access_mode.read_only
+    dt = np.dtype(p.dtype) if p.dtype is not None else None
+
+    def pack(value, out, cgh, keep):
+        if not isinstance(value, accessor):
+            raise _arg_error(kernel, p.name, f"expected a sycl.accessor, got "
+                             f"{type(value).__name__}")
+        if value._cgh is not cgh:
+            raise exception(errc.accessor, f"kernel {kernel}: accessor for {p.name!r} was not "
+                            "created for this command group (pass cgh to sycl.accessor)")
+        if p.dims and value.dims != p.dims:
+            raise _arg_error(kernel, p.name, f"{value.dims}-D accessor for a {p.dims}-D "
+                             "parameter")
+        if dt is not None and value.dtype != dt:
+            raise _arg_error(kernel, p.name, f"accessor of {value.dtype} for a {dt} parameter")
+        if want_write and not value.write:
+            raise _arg_error(kernel, p.name, "read_only accessor for a parameter the kernel "
+                             "writes")
+        buf = value.buffer
+        out.append(KernelArg(_MEM, buf._memory_for(cgh._queue._device, cgh._queue._context)))
+        for extent in buf.shape or (1,):
+            out.append(_i64(extent))
+        out.append(_i64(value.linear_offset()))
+    return pack
+
+
+def _local_packer(p, kernel):
+    from .buffer import local_accessor
+
+    def pack(value, out, cgh, keep):
+        if not isinstance(value, local_accessor):
+            raise _arg_error(kernel, p.name, "expected cgh.local_accessor(dtype, shape), got "
+                             f"{type(value).__name__}")
+        if p.dims and value.dims != p.dims:
+            raise _arg_error(kernel, p.name, f"{value.dims}-D local accessor for a "
+                             f"{p.dims}-D parameter")
+        if p.dtype is not None and value.dtype != np.dtype(p.dtype):
+            raise _arg_error(kernel, p.name, f"local accessor of {value.dtype} for a "
+                             f"{np.dtype(p.dtype)} parameter")
+        out.append(KernelArg(_LOCAL, value.nbytes))
+        for extent in value.shape:
+            out.append(_i64(extent))
+    return pack
+
+
+def _pointer_packer(p, kernel):
+    from .usm import usm_array
+
+    dt = np.dtype(p.dtype) if p.dtype is not None else None
+
+    def pack(value, out, cgh, keep):
+        dev = cgh._queue._device
+        if type(value) is usm_array and value.device is dev and value.ptr:
+            mem, have = value._alloc, value.dtype   # the common case, checked cheaply
+        else:
+            mem, have = pointer_of(value, dev, kernel, p.name, keep)
+        if dt is not None and have != dt and have.itemsize and dt.kind != "V":
+            raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
+        out.append(KernelArg(_MEM, mem))
+    return pack
+
+
+def _spec_packer(p, kernel):
+    def pack(value, out, cgh, keep):
+        if not hasattr(value, "spec_id"):
+            raise _arg_error(kernel, p.name, "expected the placeholder returned by "
+                             "cgh.set_spec_constant(spec_id, value)")
+        # The value travels in the command group's spec-constant values, not as an arg.
+    return pack
+
+
+_FACTORIES = {"scalar": _scalar_packer, "struct": _struct_packer,
+              "accessor": _accessor_packer, "local_accessor": _local_packer,
+              "global_ptr": _pointer_packer, "spec_placeholder": _spec_packer}
+
+
+class Packer:
+    """User arguments -> KernelArgs for one kernel signature (built once, reused)."""
+
+    __slots__ = ("kernel", "names", "steps", "has_local", "index_kind", "dims")
+
+    def __init__(self, params, kernel: str, index_kind=None, dims=None):
+        self.kernel = kernel
+        self.index_kind = index_kind
+        self.dims = dims
+        self.names = []
+        self.steps = []
+        for p in params:
+            if p.kind in _IMPLICIT:
+                continue
+            factory = _FACTORIES.get(p.kind)
+            if factory is None:
+                raise exception(errc.kernel_argument, f"kernel {kernel}: parameter {p.name!r} "
+                                f"has unknown kind {p.kind!r}")
+            self.names.append(p.name)
+            self.steps.append(factory(p, kernel))
+        self.has_local = any(p.kind == "local_accessor" for p in params)
+
+    def pack(self, args, cgh, keep=None):
+        """(KernelArgs, total local bytes); ``keep`` collects objects to hold alive."""
+        steps = self.steps
+        if len(args) != len(steps):
+            raise exception(errc.kernel_argument, f"kernel {self.kernel} takes {len(steps)} "
+                            f"argument(s) ({', '.join(self.names)}), {len(args)} given")
+        out: list = []
+        if keep is None:
+            keep = []
+        for step, value in zip(steps, args):
+            step(value, out, cgh, keep)
+        local = 0
+        if self.has_local:
+            for a in out:
+                if a.kind is _LOCAL:
+                    local = (local + LOCAL_ALIGNMENT - 1) // LOCAL_ALIGNMENT * LOCAL_ALIGNMENT
+                    local += a.value
+        return out, local
+
+
+_packers: dict[int, tuple] = {}
+
+
+def packer_for(launcher, kernel_name: str | None = None) -> Packer:
+    """The cached :class:`Packer` of ``launcher`` (keyed by the launcher object)."""
+    entry = _packers.get(id(launcher))
+    if entry is not None and entry[0] is launcher:
+        return entry[1]
+    name = kernel_name or getattr(launcher, "name", None) or "kernel"
+    packer = Packer(launcher.params, name, getattr(launcher, "index_kind", None),
+                    getattr(launcher, "dims", None))
+    _packers[id(launcher)] = (launcher, packer)
+    return packer

@@ -1,0 +1,278 @@
+"""``sycl.handler``: what a command-group function describes (one command per group).
+
+The handler records dependencies, accessors and exactly one command; ``queue`` turns
+that into an event. Kernel arguments are checked and packed here, at submit, so a
+wrong argument is a synchronous ``sycl.exception`` and the launch itself does no work
+beyond the backend call.
+
+>>> import pysycl as sycl, numpy as np
+>>> q = sycl.queue(); a = sycl.malloc_shared(4, np.int32, q)
+>>> q.submit(lambda cgh: cgh.fill(a, 3)).wait(); np.asarray(a).tolist()
+[3, 3, 3, 3]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types
+from ..errors import errc, exception
+from . import args as args_mod
+from .buffer import accessor, local_accessor
+from .event import BARRIER, HOST, STREAM, event
+from .ranges import nd_range as nd_range_cls
+
+_ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
+
+
+class spec_constant:
+    """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (seed-2 style);
+    pass it for a ``sycl.spec_constant[T]`` parameter, read it with ``p.get()``."""
+
+    __slots__ = ("spec_id", "value")
+
+    def __init__(self, spec_id, value):
+        self.spec_id = spec_id
+        self.value = value
+
+    def get(self):
+        return self.value
+
+    def __class_getitem__(cls, params):
+        return types.spec_constant_type[params]
+
+
+class interop_handle:
+    """What a host task taking one argument receives (SYCL 2020 4.10.2)."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self, q):
+        self._queue = q
+
+    def get_backend(self):
+        return self._queue.get_device().backend
+
+    def get_native_queue(self):
+        return self._queue._stream
+
+    def get_native_device(self):
+        return self._queue.get_device()._desc.handle
+
+    def get_native_context(self):
+        return self._queue.get_context().handle
+
+
+def _as_events(events) -> list:
+    if isinstance(events, event):
+        return [events]
+    out = list(events)
+    for e in out:
+        if not isinstance(e, event):
+            raise exception(errc.invalid, f"depends_on takes sycl.event objects, not "
+                            f"{type(e).__name__}")
+    return out
+
+
+def _kernel_name(launcher, kernel) -> str:
+    kid = getattr(launcher, "kernel_id", None)
+    if kid is not None and hasattr(kid, "get_name"):
+        return kid.get_name()
+    return getattr(launcher, "name", None) or getattr(kernel, "__qualname__", None) or "kernel"
+
+
+class handler:
+    """Given to a command-group function by ``q.submit(cgf)``."""
+
+    __slots__ = ("_queue", "_deps", "_accs", "_kind", "_run", "_spec", "_bundle",
+                 "_image_selector", "_what")
+
+    def __init__(self, q):
+        self._queue = q
+        self._deps = None
+        self._accs = None
+        self._kind = BARRIER
+        self._run = None
+        self._spec = None
+        self._bundle = None
+        self._image_selector = None
+        self._what = None
+
+    # Bookkeeping -------------------------------------------------------------------------
+    def _set_command(self, kind: int, run, what: str) -> None:
+        if self._what is not None:
+            raise exception(errc.invalid, f"a command group holds one command: it already "
+                            f"has {self._what}, cannot add {what}")
+        self._kind, self._run, self._what = kind, run, what
+
+    def _add_accessor(self, acc: accessor) -> None:
+        if self._accs is None:
+            self._accs = [acc]
+        else:
+            self._accs.append(acc)
+
+    def depends_on(self, events) -> None:
+        """Run this command group after ``events`` (an event or a list)."""
+        evs = _as_events(events)
+        if self._deps is None:
+            self._deps = evs
+        else:
+            self._deps.extend(evs)
+
+    def require(self, acc: accessor) -> None:
+        """Register a placeholder-style accessor with this command group."""
+        acc._cgh = self
+        self._add_accessor(acc)
+
+    # Kernels -----------------------------------------------------------------------------
+    def parallel_for(self, range_or_nd_range, kernel, *args, properties=None):
+        """Launch ``kernel`` over a ``range`` (or int/tuple) or an ``nd_range``."""
+        if isinstance(range_or_nd_range, nd_range_cls):
+            g = tuple(range_or_nd_range.global_range)
+            l = tuple(range_or_nd_range.local_range)
+            off = tuple(range_or_nd_range.offset)
+        else:
+            r = range_or_nd_range
+            g = (r,) if isinstance(r, (int, np.integer)) else tuple(r)
+            for v in g:
+                if not isinstance(v, (int, np.integer)) or v < 0:
+                    raise exception(errc.nd_range, f"invalid range {range_or_nd_range!r}")
+            l = None
+            off = _ZERO_OFFSETS.get(len(g), (0,) * len(g))
+        self._launch(kernel, g, l, off, args, properties, "parallel_for")
+
+    def single_task(self, kernel, *args, properties=None):
+        """Run ``kernel`` once (a kernel with no index parameter)."""
+        self._launch(kernel, (1,), (1,), (0,), args, properties, "single_task")
+
+    def _launch(self, kernel, g, l, off, args, properties, what):
+        q = self._queue
+        launcher = q._launcher(kernel, self._bundle, self._image_selector, self._spec,
+                               properties)
+        packer = args_mod.packer_for(launcher, _kernel_name(launcher, kernel))
+        name, index_kind, dims = packer.kernel, packer.index_kind, packer.dims
+        if what == "parallel_for":
+            if index_kind == "nd_item" and l is None:
+                raise exception(errc.nd_range, f"kernel {name} takes an nd_item: launch it "
+                                "with a sycl.nd_range")
+            if dims and dims != len(g):
+                raise exception(errc.nd_range, f"kernel {name} is {dims}-D but the range "
+                                f"{g} is {len(g)}-D")
+        args_mod.check_launch(q._desc, g, l, name)
+        keep = []
+        packed, local_bytes = packer.pack(args, self, keep)
+        if local_bytes > q._desc.local_mem_size:
+            raise exception(errc.nd_range, f"kernel {name} asks for {local_bytes} bytes of "
+                            f"local memory; {q.get_device().name!r} has "
+                            f"{q._desc.local_mem_size}")
+        stream = q._stream
+        accs = self._accs
+
+        def run():
+            if accs:
+                for acc in accs:
+                    acc.buffer._prepare_device(q._device, q._context, stream, acc.write,
+                                               acc.no_init)
+            # ``keep`` (interop objects) lives in this closure until the event completes.
+            return launcher.launch(stream, g, l, off, packed, local_bytes)
+
+        self._set_command(STREAM, run, f"{what}({name})")
+
+    # Kernel bundles and specialization constants ----------------------------------------
+    def use_kernel_bundle(self, kb, image_selector=None) -> None:
+        """Take this group's kernels only from ``kb`` (``image_selector`` picks an image)."""
+        if self._what is not None:
+            raise exception(errc.invalid, "use_kernel_bundle must come before the kernel "
+                            "launch of the command group")
+        ctx = getattr(kb, "get_context", lambda: None)()
+        if ctx is not None and ctx is not self._queue._context and \
+                getattr(ctx, "_devices", None) is not None and \
+                self._queue._device not in ctx._devices:
+            raise exception(errc.invalid, "the kernel bundle's context is not the queue's")
+        self._bundle = kb
+        self._image_selector = image_selector
+
+    def set_specialization_constant(self, spec_id, value) -> None:
+        """Value of ``spec_id`` for kernels of this command group."""
+        if self._bundle is not None and hasattr(self._bundle, "state"):
+            raise exception(errc.invalid, "set_specialization_constant after "
+                            "use_kernel_bundle (SYCL 2020 4.9.4.2.3)")
+        if self._spec is None:
+            self._spec = {}
+        self._spec[spec_id] = value
+
+    def get_specialization_constant(self, spec_id):
+        """The value set in this group, else the bundle's, else the default."""
+        if self._spec is not None and spec_id in self._spec:
+            return self._spec[spec_id]
+        if self._bundle is not None and hasattr(self._bundle, "get_specialization_constant"):
+            return self._bundle.get_specialization_constant(spec_id)
+        default = getattr(spec_id, "default", None)
+        dtype = getattr(spec_id, "dtype", None)
+        if dtype is not None:
+            return np.array(0 if default is None else default, dtype=dtype)[()]
+        return default
+
+    def set_spec_constant(self, spec_id, value) -> spec_constant:
+        """Seed-2 style: set and return a placeholder to pass as an argument."""
+        self.set_specialization_constant(spec_id, value)
+        return spec_constant(spec_id, value)
+
+    @property
+    def spec_values(self) -> dict:
+        """Values set with ``set_specialization_constant`` (spec_id -> value)."""
+        return dict(self._spec or {})
+
+    # Memory ------------------------------------------------------------------------------
+    def memcpy(self, dst, src, num_bytes=None, offset=0):
+        """Copy ``num_bytes`` (default: all of the smaller side) from ``src`` to ``dst``."""
+        from . import memops
+        memops.memcpy(self, dst, src, num_bytes)
+
+    def copy(self, src, dst, count=None, start_index=0):
+        """Copy ``count`` elements (default: all) from ``src`` to ``dst``."""
+        from . import memops
+        memops.copy(self, src, dst, count)
+
+    def fill(self, dst, value, count=None):
+        """Set ``count`` elements (default: all) of ``dst`` to ``value``."""
+        from . import memops
+        memops.fill(self, dst, value, count)
+
+    def memset(self, dst, byte, num_bytes=None):
+        """Set ``num_bytes`` (default: all) bytes of ``dst`` to ``byte``."""
+        from . import memops
+        memops.memset(self, dst, byte, num_bytes)
+
+    def local_accessor(self, dtype, shape) -> local_accessor:
+        """Work-group local memory for a ``sycl.local_accessor[T, D]`` parameter."""
+        return local_accessor(dtype, shape, self)
+
+    # Host tasks --------------------------------------------------------------------------
+    def host_task(self, fn) -> None:
+        """Run ``fn()`` (or ``fn(interop_handle)``) on a host thread, in dependency order;
+        accessors of the group may be used in it as NumPy arrays."""
+        if not callable(fn):
+            raise exception(errc.invalid, f"host_task takes a callable, not {fn!r}")
+        code = getattr(fn, "__code__", None)
+        # One required positional parameter means fn(interop_handle); parameters with
+        # defaults (lambda i=i: ...) do not count.
+        takes_handle = code is not None and code.co_argcount - len(
+            getattr(fn, "__defaults__", None) or ()) - (
+            1 if getattr(fn, "__self__", None) is not None else 0) >= 1
+        h = self
+        q = self._queue
+
+        def run():
+            accs = h._accs  # accessors may be made after host_task() in the cgf
+            if accs:
+                for acc in accs:
+                    if not acc.no_init:
+                        acc.buffer._make_host_valid()
+                    if acc.write:
+                        acc.buffer._make_host_valid(True)
+            if takes_handle:
+                fn(interop_handle(q))
+            else:
+                fn()
+
+        self._set_command(HOST, run, "host_task")

@@ -1,0 +1,151 @@
+"""Memory commands of a command group: ``memcpy``, ``copy``, ``fill``, ``memset``.
+
+Each side is a ``usm_array``, an accessor of the group, or host memory (a NumPy array
+or any buffer-protocol object). Sizes are checked at submit; the copy itself is one
+driver call when the command starts (a ``memmove`` on the native CPU).
+
+>>> import pysycl as sycl, numpy as np
+>>> q = sycl.queue(); d = sycl.malloc_device(3, np.float32, q)
+>>> q.copy(np.arange(3, dtype=np.float32), d).wait()
+>>> out = np.zeros(3, np.float32); q.memcpy(out, d).wait(); out.tolist()
+[0.0, 1.0, 2.0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import errc, exception
+from .buffer import accessor
+from .event import STREAM
+from .usm import usm_array
+
+
+class _Side:
+    """One end of a memory command, resolved at submit."""
+
+    __slots__ = ("mem", "offset", "nbytes", "dtype", "acc")
+
+    def __init__(self, mem, offset, nbytes, dtype, acc=None):
+        self.mem, self.offset, self.nbytes, self.dtype, self.acc = mem, offset, nbytes, dtype, acc
+
+
+def _side(cgh, obj, what: str, write: bool) -> _Side:
+    q = cgh._queue
+    if isinstance(obj, usm_array):
+        obj._check_live()
+        return _Side(obj._alloc, 0, obj.nbytes, obj.dtype)
+    if isinstance(obj, accessor):
+        if obj._cgh is not cgh:
+            raise exception(errc.accessor, f"{what}: the accessor was not created for this "
+                            "command group (pass cgh to sycl.accessor)")
+        if write and not obj.write:
+            raise exception(errc.accessor, f"{what}: cannot write through a read_only accessor")
+        item = obj.dtype.itemsize
+        return _Side(None, obj.linear_offset() * item, obj.get_count() * item, obj.dtype, obj)
+    if isinstance(obj, (bytes, bytearray, memoryview)) or hasattr(obj, "__array_interface__") \
+            or isinstance(obj, np.ndarray):
+        arr = np.asarray(obj) if not isinstance(obj, (bytes, bytearray, memoryview)) else \
+            np.frombuffer(obj, np.uint8)
+        if not arr.flags.c_contiguous:
+            raise exception(errc.invalid, f"{what}: host array is not C-contiguous")
+        if write and not arr.flags.writeable:
+            raise exception(errc.invalid, f"{what}: destination host array is read-only")
+        if q._desc.extra.get("host_accessible"):
+            mem = arr.ctypes.data if arr.size else 0   # an address: fastest for memmove
+        else:
+            mem = memoryview(arr).cast("B") if arr.size else memoryview(b"")
+        # The array is kept alive by the command's closure via the side.
+        side = _Side(mem, 0, arr.nbytes, arr.dtype)
+        side.acc = arr if not isinstance(mem, memoryview) else None
+        return side
+    hook = getattr(obj, "__pysycl_memory__", None)  # e.g. device globals (bundle layer)
+    if hook is not None:
+        return _Side(*hook(q), None)
+    raise exception(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
+                    "(expected sycl.usm_array, an accessor or a host array)")
+
+
+def _resolve(q, side: _Side, stream, write: bool):
+    acc = side.acc
+    if isinstance(acc, accessor):
+        buf = acc.buffer
+        buf._prepare_device(q._device, q._context, stream, write, acc.no_init and write)
+        return buf._memory_for(q._device, q._context)
+    return side.mem
+
+
+def _submit_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
+    q = cgh._queue
+    driver, stream = q._driver, q._stream
+    dst_off, src_off = dst.offset, src.offset
+    if not any(isinstance(s.acc, accessor) for s in (dst, src)):
+        dmem, smem = dst.mem, src.mem
+
+        def run(_keep=(dst.acc, src.acc)):  # host arrays live as long as the command
+            return driver.copy(stream, dmem, dst_off, smem, src_off, nbytes)
+    else:
+        def run():
+            smem = _resolve(q, src, stream, False)
+            dmem = _resolve(q, dst, stream, True)
+            return driver.copy(stream, dmem, dst_off, smem, src_off, nbytes)
+    cgh._set_command(STREAM, run, what)
+
+
+def memcpy(cgh, dst, src, num_bytes=None) -> None:
+    d = _side(cgh, dst, "memcpy destination", True)
+    s = _side(cgh, src, "memcpy source", False)
+    n = s.nbytes if num_bytes is None else int(num_bytes)
+    if n < 0 or n > s.nbytes or n > d.nbytes:
+        raise exception(errc.invalid, f"memcpy of {n} bytes: source has {s.nbytes}, "
+                        f"destination {d.nbytes}")
+    _submit_copy(cgh, d, s, n, "memcpy")
+
+
+def copy(cgh, src, dst, count=None) -> None:
+    s = _side(cgh, src, "copy source", False)
+    d = _side(cgh, dst, "copy destination", True)
+    if s.dtype is not None and d.dtype is not None and s.dtype.itemsize != d.dtype.itemsize \
+            and s.dtype != np.uint8 and d.dtype != np.uint8:
+        raise exception(errc.invalid, f"copy from {s.dtype} to {d.dtype}: element sizes differ")
+    item = (s.dtype or np.dtype(np.uint8)).itemsize
+    n = s.nbytes if count is None else int(count) * item
+    if n < 0 or n > s.nbytes or n > d.nbytes:
+        raise exception(errc.invalid, f"copy of {n // item} elements: source has "
+                        f"{s.nbytes // item}, destination {d.nbytes // item}")
+    _submit_copy(cgh, d, s, n, "copy")
+
+
+def _submit_fill(cgh, d: _Side, pattern: bytes, nbytes: int, what: str) -> None:
+    q = cgh._queue
+    driver, stream = q._driver, q._stream
+    off = d.offset
+
+    def run():
+        mem = _resolve(q, d, stream, True)
+        return driver.fill(stream, mem, off, pattern, nbytes)
+    cgh._set_command(STREAM, run, what)
+
+
+def fill(cgh, dst, value, count=None) -> None:
+    d = _side(cgh, dst, "fill destination", True)
+    dtype = d.dtype if d.dtype is not None else np.dtype(np.uint8)
+    try:
+        pattern = np.asarray(value, dtype=dtype).tobytes()
+    except (TypeError, ValueError) as e:
+        raise exception(errc.invalid, f"fill: cannot convert {value!r} to {dtype}: {e}") \
+            from None
+    if len(pattern) != dtype.itemsize:
+        raise exception(errc.invalid, f"fill: value {value!r} is not one {dtype} element")
+    n = d.nbytes if count is None else int(count) * dtype.itemsize
+    if n < 0 or n > d.nbytes:
+        raise exception(errc.invalid, f"fill of {n // dtype.itemsize} elements: destination "
+                        f"has {d.nbytes // dtype.itemsize}")
+    _submit_fill(cgh, d, pattern, n, "fill")
+
+
+def memset(cgh, dst, byte, num_bytes=None) -> None:
+    d = _side(cgh, dst, "memset destination", True)
+    n = d.nbytes if num_bytes is None else int(num_bytes)
+    if n < 0 or n > d.nbytes:
+        raise exception(errc.invalid, f"memset of {n} bytes: destination has {d.nbytes}")
+    _submit_fill(cgh, d, bytes([int(byte) & 0xFF]), n, "memset")

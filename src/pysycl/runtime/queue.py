@@ -1,0 +1,266 @@
+"""``sycl.queue``: submits command groups to one device and collects their errors.
+
+``submit`` builds a ``handler``, runs the command-group function, adds the buffer and
+in-order dependencies and hands the event to ``scheduler.enqueue`` (see there for how
+commands start). Errors found while building the group are raised by ``submit``; errors
+of running commands are kept and given to ``async_handler`` (or raised) by
+``wait_and_throw`` / ``throw_asynchronous``. A failed command group never leaves the
+queue unusable: nothing is recorded until the group is complete.
+
+>>> import pysycl as sycl
+>>> q = sycl.queue(in_order=True)
+>>> q.submit(lambda cgh: cgh.host_task(lambda: None)).wait()
+>>> q.is_in_order()
+True
+"""
+from __future__ import annotations
+
+import threading
+
+from ..errors import errc, exception
+from .context import context as context_cls
+from .device import device as device_cls
+from .event import BARRIER, STREAM, event, new_event
+from .handler import handler
+from .scheduler import enqueue
+
+_launch_module = None
+
+
+def _get_launcher():
+    global _launch_module
+    if _launch_module is None:
+        from ..bundle import launch
+        _launch_module = launch
+    return _launch_module.get_launcher
+
+
+_NO_CACHE = object()
+
+
+def _spec_key(spec):
+    if not spec:
+        return None
+    try:
+        import numpy as np
+        return tuple(sorted(((id(k), np.asarray(v).tobytes()) for k, v in spec.items())))
+    except Exception:
+        return _NO_CACHE  # values NumPy cannot convert: do not cache
+
+
+class queue:
+    """``sycl.queue(dev_or_selector=None, context=None, *, in_order=False,
+    enable_profiling=False, async_handler=None)``."""
+
+    def __init__(self, dev_or_selector=None, context=None, *, in_order=False,
+                 enable_profiling=False, async_handler=None, properties=None):
+        if isinstance(dev_or_selector, context_cls):  # queue(context, selector)
+            dev_or_selector, context = context, dev_or_selector
+            if dev_or_selector is None:
+                dev_or_selector = context.get_devices()[0]
+        if isinstance(dev_or_selector, device_cls):
+            dev = dev_or_selector
+        else:
+            dev = device_cls(dev_or_selector)
+        if properties:
+            in_order = in_order or bool(getattr(properties, "in_order", False))
+            enable_profiling = enable_profiling or bool(
+                getattr(properties, "enable_profiling", False))
+        if context is None:
+            context = context_cls._default_for(dev)
+        elif not context._contains(dev):
+            raise exception(errc.invalid, f"{dev!r} is not in the queue's context {context!r}")
+        if async_handler is not None and not callable(async_handler):
+            raise exception(errc.invalid, "async_handler must be callable(list_of_exceptions)")
+        self._device = dev
+        self._desc = dev._desc
+        self._context = context
+        self._driver = dev.driver
+        self._in_order = bool(in_order)
+        self._profiling = bool(enable_profiling)
+        if self._profiling and not dev.has("queue_profiling"):
+            raise exception(errc.feature_not_supported, f"{dev.name!r} cannot profile queues")
+        self._async_handler = async_handler
+        self._stream = self._create_stream()
+        # A backend stream that runs its commands in issue order lets a command follow
+        # one issued earlier on it without the host waiting (OpenCL queue, CUDA stream).
+        self._stream_in_order = bool(getattr(self._driver, "streams_in_order", True))
+        self._errors: list = []
+        self._lock = threading.Lock()
+        self._last = None
+        self._outstanding: list = []
+        self._launchers: dict = {}
+
+    def _create_stream(self):
+        kwargs = {}
+        if self._context.handle is not None:
+            kwargs["context"] = self._context.handle
+        try:
+            return self._driver.create_stream(self._desc, self._profiling, **kwargs)
+        except TypeError:
+            return self._driver.create_stream(self._desc, self._profiling)
+
+    # Info --------------------------------------------------------------------------------
+    def get_device(self) -> device_cls:
+        return self._device
+
+    def get_context(self) -> context_cls:
+        return self._context
+
+    device = property(get_device)
+    context = property(get_context)
+
+    def is_in_order(self) -> bool:
+        return self._in_order
+
+    def has_property(self, name) -> bool:
+        name = getattr(name, "__name__", name)
+        return {"in_order": self._in_order, "enable_profiling": self._profiling}.get(name, False)
+
+    def get_backend(self):
+        return self._device.backend
+
+    # Submission --------------------------------------------------------------------------
+    def submit(self, cgf, depends_on=None) -> event:
+        """Call ``cgf(cgh)`` and enqueue the command it describes."""
+        cgh = handler(self)
+        if depends_on is not None:
+            cgh.depends_on(depends_on)
+        cgf(cgh)
+        return self._enqueue(cgh)
+
+    def _enqueue(self, cgh: handler) -> event:
+        ev = new_event(self, cgh._kind, cgh._run)
+        deps = cgh._deps
+        accs = cgh._accs
+        if accs:
+            deps = list(deps) if deps else []
+            for acc in accs:
+                for d in acc.buffer._register(ev, acc.write):
+                    if d is not ev:
+                        deps.append(d)
+        if self._in_order:
+            with self._lock:
+                last, self._last = self._last, ev
+            if last is not None and not last._done:
+                deps = [last] if not deps else [*deps, last]
+        else:
+            out = self._outstanding
+            out.append(ev)
+            if len(out) > 256:  # forget finished events now and then
+                self._outstanding = [e for e in out if not e._done]
+        return enqueue(self, ev, deps)
+
+    def _launcher(self, kernel, bundle, image_selector, spec, properties):
+        """The launcher of ``kernel`` here, cached per queue (no hashing of IR)."""
+        key = (kernel, id(bundle) if bundle is not None else None, image_selector,
+               _spec_key(spec), properties)
+        try:
+            found = self._launchers.get(key)
+        except TypeError:  # unhashable properties
+            key, found = None, None
+        if found is not None:
+            return found
+        launcher = _get_launcher()(kernel, self._device, self._context, bundle=bundle,
+                                   image_selector=image_selector, spec_values=spec,
+                                   launch_properties=properties)
+        if key is not None and key[3] is not _NO_CACHE:
+            self._launchers[key] = launcher
+        return launcher
+
+    # Shortcuts (same arguments as the handler's, plus depends_on=) -----------------------
+    def _shortcut(self, depends_on):
+        cgh = handler(self)
+        if depends_on is not None:
+            cgh.depends_on(depends_on)
+        return cgh
+
+    def parallel_for(self, range_or_nd_range, kernel, *args, depends_on=None,
+                     properties=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.parallel_for(range_or_nd_range, kernel, *args, properties=properties)
+        return self._enqueue(cgh)
+
+    def single_task(self, kernel, *args, depends_on=None, properties=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.single_task(kernel, *args, properties=properties)
+        return self._enqueue(cgh)
+
+    def memcpy(self, dst, src, num_bytes=None, *, depends_on=None, **kw) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.memcpy(dst, src, num_bytes, **kw)
+        return self._enqueue(cgh)
+
+    def copy(self, src, dst, count=None, *, depends_on=None, **kw) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.copy(src, dst, count, **kw)
+        return self._enqueue(cgh)
+
+    def fill(self, dst, value, count=None, *, depends_on=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.fill(dst, value, count)
+        return self._enqueue(cgh)
+
+    def memset(self, dst, byte, num_bytes=None, *, depends_on=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.memset(dst, byte, num_bytes)
+        return self._enqueue(cgh)
+
+    def host_task(self, fn, *, depends_on=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.host_task(fn)
+        return self._enqueue(cgh)
+
+    def submit_barrier(self, events=None) -> event:
+        """An event that completes after ``events`` (default: everything submitted)."""
+        cgh = self._shortcut(None)
+        if events is None:
+            events = [self._last] if self._in_order and self._last is not None else \
+                [e for e in self._outstanding if not e._done]
+        cgh.depends_on(events)
+        return self._enqueue(cgh)
+
+    ext_oneapi_submit_barrier = submit_barrier
+
+    # Waiting and errors ------------------------------------------------------------------
+    def wait(self) -> None:
+        """Block until every command submitted so far completed."""
+        if self._in_order:
+            last = self._last
+            if last is not None:
+                last.wait()
+            return
+        pending = self._outstanding
+        self._outstanding = []
+        for e in pending:
+            e.wait()
+
+    def wait_and_throw(self) -> None:
+        """``wait()``, then ``throw_asynchronous()``."""
+        self.wait()
+        self.throw_asynchronous()
+
+    def throw_asynchronous(self) -> None:
+        """Hand the errors of finished commands to ``async_handler``; without one,
+        raise (the error itself when there is one, else a ``sycl.exception`` listing them)."""
+        with self._lock:
+            errors, self._errors = self._errors, []
+        if not errors:
+            return
+        if self._async_handler is not None:
+            self._async_handler(list(errors))
+            return
+        if len(errors) == 1:
+            raise errors[0]
+        err = exception(errc.runtime, f"{len(errors)} asynchronous errors: " + "; ".join(
+            f"{type(e).__name__}: {e}" for e in errors))
+        err.exceptions = errors
+        raise err from errors[0]
+
+    def _report(self, error: BaseException) -> None:
+        with self._lock:
+            self._errors.append(error)
+
+    def __repr__(self):
+        return (f"<sycl.queue on {self._device!r}"
+                f"{' in_order' if self._in_order else ''}>")

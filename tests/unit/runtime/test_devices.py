@@ -1,0 +1,105 @@
+"""Platforms, devices, selectors, PYSYCL_DEVICE_SELECTOR, contexts, queues."""
+import pytest
+
+from pysycl.backends import registry
+from pysycl.runtime import filters
+from runtime_api import sycl
+
+
+def test_native_cpu_device_info():
+    dev = sycl.device(sycl.cpu_selector_v)
+    assert dev.backend == sycl.backend.native_cpu and dev.is_cpu()
+    assert dev.get_info(sycl.info.device.name) == dev.name and dev.name
+    assert dev.max_compute_units >= 1
+    assert dev.max_work_group_size == 4096
+    assert dev.get_info(sycl.info.device.max_work_item_sizes) == (4096, 4096, 4096)
+    assert dev.local_mem_size > 0 and dev.global_mem_size > 0
+    for a in ("cpu", "fp16", "fp64", "atomic64", "usm_device_allocations",
+              "usm_shared_allocations", "usm_host_allocations", "online_compiler",
+              "online_linker", "queue_profiling"):
+        assert dev.has(getattr(sycl.aspect, a)), a
+    assert not dev.has(sycl.aspect.gpu)
+    assert sycl.aspect.fp64 in dev.aspects
+    assert dev.target.name == "native_cpu"
+
+
+def test_platforms_list_native_cpu_first():
+    plats = sycl.platform.get_platforms()
+    assert plats[0].backend == sycl.backend.native_cpu
+    assert plats[0].get_devices()[0] == sycl.device(sycl.cpu_selector_v)
+    assert all(d.is_cpu() for d in sycl.device.get_devices(sycl.info.device_type.cpu))
+
+
+def test_default_selector_prefers_gpu_then_native_cpu():
+    dev = sycl.device()
+    if any(d.is_gpu() for d in sycl.device.get_devices()):
+        assert dev.is_gpu()
+    else:
+        assert dev.backend == sycl.backend.native_cpu
+
+
+def test_selector_with_no_device_is_errc_runtime():
+    with pytest.raises(sycl.exception) as e:
+        sycl.device(lambda d: -1)
+    assert e.value.code() == sycl.errc.runtime
+
+
+def test_aspect_selector_and_callable_scores():
+    assert sycl.device(sycl.aspect_selector(sycl.aspect.fp64)).has(sycl.aspect.fp64)
+    with pytest.raises(sycl.exception):
+        sycl.device(sycl.aspect_selector(sycl.aspect.cpu, sycl.aspect.gpu))
+    names = [d.name for d in sycl.device.get_devices()]
+    assert sycl.device(lambda d: 1 if d.backend == sycl.backend.native_cpu else 0).backend \
+        == sycl.backend.native_cpu
+    assert names
+
+
+def test_device_selector_env(monkeypatch):
+    monkeypatch.setenv("PYSYCL_DEVICE_SELECTOR", "native_cpu")
+    assert [d.backend for d in sycl.device.get_devices()] == [sycl.backend.native_cpu]
+    monkeypatch.setenv("PYSYCL_DEVICE_SELECTOR", "opencl:gpu,cuda:*")
+    devs = sycl.device.get_devices()
+    assert all(d.backend != sycl.backend.native_cpu for d in devs)
+    if not devs:
+        with pytest.raises(sycl.exception) as e:
+            sycl.device()
+        assert e.value.code() == sycl.errc.runtime
+    monkeypatch.setenv("PYSYCL_DEVICE_SELECTOR", "!native_cpu")
+    assert all(d.backend != sycl.backend.native_cpu for d in sycl.device.get_devices())
+    monkeypatch.setenv("PYSYCL_DEVICE_SELECTOR", "bogus:gpu")
+    with pytest.raises(sycl.exception) as e:
+        sycl.device.get_devices()
+    assert e.value.code() == sycl.errc.invalid and "bogus" in str(e.value)
+
+
+def test_filter_terms():
+    t = filters.parse("opencl:cpu,gpu;cuda:0")
+    assert t == [(False, "opencl", "cpu"), (False, "opencl", "gpu"), (False, "cuda", "0")]
+    assert filters.matches(t, "cuda", "gpu", 0) and not filters.matches(t, "cuda", "gpu", 1)
+    assert filters.matches(filters.parse("cuda:*"), "cuda", "gpu", 3)
+    assert not filters.matches(filters.parse("native_cpu"), "opencl", "cpu", 0)
+
+
+def test_context_and_queue():
+    dev = sycl.device(sycl.cpu_selector_v)
+    ctx = sycl.context(dev)
+    assert ctx.get_devices() == [dev]
+    q = sycl.queue(dev, ctx, in_order=True)
+    assert q.get_device() == dev and q.get_context() is ctx and q.is_in_order()
+    others = [d for d in sycl.device.get_devices() if d.backend != dev.backend]
+    if others:
+        with pytest.raises(sycl.exception) as e:
+            sycl.context([dev, others[0]])
+        assert e.value.code() == sycl.errc.invalid
+        with pytest.raises(sycl.exception):
+            sycl.queue(others[0], ctx)
+
+
+def test_registry():
+    assert registry.get_driver("native_cpu").name == "native_cpu"
+    assert registry.all_devices()[0].backend == "native_cpu"
+    assert registry.backend_of_target("spirv64v1.2") == "opencl"
+    with pytest.raises(sycl.exception) as e:
+        registry.get_driver("vulkan")
+    assert e.value.code() == sycl.errc.platform
+    assert registry.get_compiler("native_cpu").target.name == "native_cpu"

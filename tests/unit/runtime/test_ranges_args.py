@@ -1,0 +1,92 @@
+"""Index spaces, nd_range validation and kernel-argument packing."""
+from types import SimpleNamespace as P
+
+import numpy as np
+import pytest
+
+from pysycl.backends.base import KernelArgKind
+from pysycl.runtime.args import Packer, check_launch
+from runtime_api import sycl
+
+DEV = P(max_work_group_size=256, max_work_item_sizes=(64, 128, 256))
+
+
+def test_ranges():
+    r = sycl.range(4, 8)
+    assert r.size() == 32 and tuple(r) == (4, 8) and sycl.range(5) == (5,)
+    nd = sycl.nd_range(sycl.range(8, 8), sycl.range(4, 2))
+    assert nd.get_group_range() == (2, 4) and tuple(nd.get_offset()) == (0, 0)
+    assert sycl.id(1, 2)[1] == 2
+    assert sycl.id[2].kind == "id" and sycl.item[2].dims == 2 and sycl.nd_item[3].dims == 3
+    with pytest.raises(sycl.exception):
+        sycl.range(1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("g, l, words", [
+    ((10,), (4,), "not a multiple"),
+    ((256, 256), (32, 16), "max_work_group_size"),
+    ((128,), (128,), "max_work_item_sizes"),
+    ((8, 8), (0, 8), "empty"),
+    ((8, 8), (8,), "differ"),
+])
+def test_bad_nd_ranges(g, l, words):
+    with pytest.raises(sycl.exception) as e:
+        check_launch(DEV, g, l, "my_kernel")
+    assert e.value.code() == sycl.errc.nd_range
+    assert words in str(e.value) and "my_kernel" in str(e.value)
+
+
+def test_good_nd_ranges():
+    check_launch(DEV, (64, 64), (8, 16), "k")
+    check_launch(DEV, (10,), None, "k")
+
+
+def _params(*specs):
+    return [P(name=n, kind=k, dtype=None if d is None else np.dtype(d), dims=dims, mode=m)
+            for n, k, d, dims, m in specs]
+
+
+def test_scalar_and_struct_packing_and_errors():
+    pt = np.dtype([("x", np.float32), ("y", np.int32)], align=True)
+    pk = Packer(_params(("it", "index", None, 1, None), ("n", "scalar", np.int32, 0, None),
+                        ("s", "scalar", np.float32, 0, None), ("p", "struct", pt, 0, None)),
+                "k")
+    args, local = pk.pack((3, 1.5, (2.0, 7)), None)
+    assert [a.kind for a in args] == [KernelArgKind.scalar] * 2 + [KernelArgKind.bytes]
+    assert args[0].value == np.int32(3).tobytes() and args[1].value == np.float32(1.5).tobytes()
+    assert args[2].value == np.array((2.0, 7), pt).tobytes() and local == 0
+    for bad, word in (((3,), "takes 3"), (("x", 1.0, (0, 0)), "'n'"),
+                      ((2.5, 1.0, (0, 0)), "not an integer"), ((2**40, 1.0, (0, 0)), "fit")):
+        with pytest.raises(sycl.exception) as e:
+            pk.pack(bad, None)
+        assert e.value.code() == sycl.errc.kernel_argument and word in str(e.value)
+
+
+def test_pointer_accessor_and_local_packing():
+    q = sycl.queue(sycl.cpu_selector_v)
+    a = sycl.malloc_device(8, np.float32, q)
+    buf = sycl.buffer(np.zeros((4, 6), np.float32))
+    pk = Packer(_params(("p", "global_ptr", np.float32, 0, None),
+                        ("acc", "accessor", np.float32, 2, sycl.read_write),
+                        ("tmp", "local_accessor", np.float32, 1, None)), "k")
+    seen = {}
+
+    def cgf(cgh):
+        acc = sycl.accessor(buf, cgh, sycl.read_write)
+        seen["args"] = pk.pack((a, acc, cgh.local_accessor(np.float32, 10)), cgh)
+    q.submit(cgf)
+    args, local = seen["args"]
+    kinds = [x.kind for x in args]
+    assert kinds == [KernelArgKind.mem, KernelArgKind.mem] + [KernelArgKind.scalar] * 3 + \
+        [KernelArgKind.local, KernelArgKind.scalar]
+    assert args[1].value == buf._host.ctypes.data
+    assert [int.from_bytes(x.value, "little") for x in args[2:5]] == [4, 6, 0]
+    assert args[5].value == 40 and local == 40
+    wrong = sycl.malloc_device(8, np.int32, q)
+    with pytest.raises(sycl.exception) as e:
+        q.submit(lambda cgh: pk.pack((wrong, None, None), cgh))
+    assert e.value.code() == sycl.errc.kernel_argument and "'p'" in str(e.value)
+    # host NumPy memory is a valid pointer on a host-accessible device
+    host = np.zeros(3, np.float32)
+    out = []
+    q.submit(lambda cgh: out.append(pk.steps[0](host, [], cgh, [])))

@@ -1,0 +1,178 @@
+"""Ordering of command groups: buffers (RAW/WAR/WAW), depends_on, in-order queues,
+events, profiling and asynchronous errors."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from runtime_api import sycl
+
+
+def _slow_writer(buf, value, delay):
+    def cgf(cgh):
+        acc = sycl.accessor(buf, cgh, sycl.write_only)
+
+        def task():
+            time.sleep(delay)
+            acc[:] = value
+        cgh.host_task(task)
+    return cgf
+
+
+def test_raw_war_waw_on_out_of_order_queue():
+    q = sycl.queue()
+    assert not q.is_in_order()
+    data = np.zeros(4, np.int64)
+    seen = {}
+    with sycl.buffer(data) as buf:
+        q.submit(_slow_writer(buf, 1, 0.2))                   # W1 (slow)
+
+        def read(cgh):                                        # RAW after W1
+            acc = sycl.accessor(buf, cgh, sycl.read_only)
+            cgh.host_task(lambda: seen.setdefault("read", acc[0]))
+        q.submit(read)
+        q.submit(_slow_writer(buf, 2, 0.05))                  # WAR after the read, WAW
+        q.wait()
+    assert seen["read"] == 1
+    assert data.tolist() == [2] * 4
+
+
+def test_read_write_accumulates_in_submission_order():
+    q = sycl.queue()
+    a = np.zeros(1, np.int64)
+    buf = sycl.buffer(a)
+    for i in range(20):
+        def cgf(cgh, i=i):
+            acc = buf.get_access(cgh, sycl.read_write)
+
+            def task():
+                if i == 0:
+                    time.sleep(0.05)
+                acc[0] = acc[0] * 2 + 1
+            cgh.host_task(task)
+        q.submit(cgf)
+    buf.close()
+    assert a[0] == 2 ** 20 - 1
+
+
+def test_host_accessor_waits_for_writers_and_blocks_later_commands():
+    q = sycl.queue()
+    buf = sycl.buffer((3,), np.float32)
+    q.submit(_slow_writer(buf, 5.0, 0.1))
+    with sycl.host_accessor(buf, sycl.read_write) as view:
+        assert view.tolist() == [5.0] * 3
+        ev = q.submit(_slow_writer(buf, 6.0, 0.0))
+        time.sleep(0.05)
+        assert ev.status != sycl.info.event_command_status.complete   # waits for the accessor
+        view[0] = 9.0
+    ev.wait()
+    with sycl.host_accessor(buf, sycl.read_only) as view:
+        assert view.tolist() == [6.0] * 3
+        assert not view.flags.writeable
+
+
+def test_buffer_writes_back_non_contiguous_array():
+    base = np.zeros((4, 4), np.int32)
+    col = base[:, 1]
+    q = sycl.queue()
+    with sycl.buffer(col) as buf:
+        q.submit(_slow_writer(buf, 3, 0.0))
+    assert base[:, 1].tolist() == [3] * 4 and base[:, 0].tolist() == [0] * 4
+
+
+def test_no_init_on_read_only_is_an_accessor_error():
+    q = sycl.queue()
+    buf = sycl.buffer((2,), np.int32)
+    with pytest.raises(sycl.exception) as e:
+        q.submit(lambda cgh: sycl.accessor(buf, cgh, sycl.read_only, sycl.no_init))
+    assert e.value.code() == sycl.errc.accessor
+
+
+def test_depends_on_orders_host_tasks():
+    q = sycl.queue()
+    order = []
+    e1 = q.submit(lambda cgh: cgh.host_task(lambda: (time.sleep(0.1), order.append(1))))
+    e2 = q.submit(lambda cgh: (cgh.depends_on(e1), cgh.host_task(lambda: order.append(2))))
+    e3 = q.host_task(lambda: order.append(3), depends_on=[e1, e2])
+    e3.wait()
+    assert order == [1, 2, 3]
+    assert e1.status == sycl.info.event_command_status.complete
+
+
+def test_in_order_queue_runs_in_submission_order():
+    q = sycl.queue(in_order=True)
+    order = []
+    for i in range(10):
+        q.host_task(lambda i=i: (time.sleep(0.01 if i == 0 else 0), order.append(i)))
+    d = sycl.malloc_shared(1, np.int64, q)
+    q.fill(d, 42)
+    q.host_task(lambda: order.append(int(np.asarray(d)[0])))
+    q.wait()
+    assert order == list(range(10)) + [42]
+
+
+def test_submit_returns_before_work_runs():
+    q = sycl.queue()
+    gate = threading.Event()
+    ev = q.host_task(gate.wait)
+    assert ev.status != sycl.info.event_command_status.complete
+    gate.set()
+    ev.wait()
+    assert ev.status == sycl.info.event_command_status.complete
+
+
+def test_profiling_timestamps():
+    q = sycl.queue(enable_profiling=True)
+    ev = q.host_task(lambda: time.sleep(0.02))
+    ev.wait()
+    s, b, e = (ev.profiling_command_submit, ev.profiling_command_start,
+               ev.profiling_command_end)
+    assert s <= b <= e and e - b >= 15_000_000
+
+
+def test_profiling_without_enable_profiling_is_errc_profiling():
+    q = sycl.queue()
+    ev = q.host_task(lambda: None)
+    with pytest.raises(sycl.exception) as e:
+        ev.profiling_command_start
+    assert e.value.code() == sycl.errc.profiling
+
+
+def test_host_task_exception_reaches_async_handler():
+    seen = []
+    q = sycl.queue(async_handler=seen.extend)
+    q.host_task(lambda: 1 / 0)
+    after = q.host_task(lambda: None)
+    q.wait_and_throw()
+    assert len(seen) == 1 and isinstance(seen[0], ZeroDivisionError)
+    assert after.status == sycl.info.event_command_status.complete
+    q.wait_and_throw()                       # handled errors are not repeated
+    assert len(seen) == 1
+
+
+def test_host_task_exception_raised_without_handler():
+    q = sycl.queue()
+    q.host_task(lambda: (_ for _ in ()).throw(ValueError("boom")))
+    with pytest.raises(ValueError, match="boom"):
+        q.wait_and_throw()
+    q.host_task(lambda: None).wait()        # the queue is still usable
+    q.throw_asynchronous()
+
+
+def test_default_event_is_complete():
+    ev = sycl.event()
+    ev.wait()
+    assert ev.status == sycl.info.event_command_status.complete
+
+
+def test_long_dependency_chain_does_not_recurse():
+    q = sycl.queue(in_order=True)
+    gate = threading.Event()
+    q.host_task(gate.wait)
+    d = sycl.malloc_shared(1, np.int64, q)
+    for _ in range(3000):
+        q.fill(d, 1)
+    gate.set()
+    q.wait()
+    assert np.asarray(d)[0] == 1

@@ -1,0 +1,84 @@
+"""USM kinds, NumPy/DLPack interop and the memory commands."""
+import numpy as np
+import pytest
+
+from runtime_api import sycl
+
+
+@pytest.fixture
+def q():
+    return sycl.queue(sycl.cpu_selector_v)
+
+
+@pytest.mark.parametrize("kind", ["device", "shared", "host"])
+def test_usm_kinds_are_host_views_on_native_cpu(q, kind):
+    a = getattr(sycl, f"malloc_{kind}")((4, 3), np.float32, q)
+    assert a.shape == (4, 3) and a.dtype == np.float32 and a.nbytes == 48
+    assert a.usm_type == kind and a.device == q.get_device() and a.ptr % 64 == 0
+    view = np.asarray(a)
+    view[:] = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert view.ctypes.data == a.ptr            # no copy
+    assert np.asarray(a)[3, 2] == 11
+    sycl.free(a, q)
+    with pytest.raises(sycl.exception) as e:
+        np.asarray(a)
+    assert e.value.code() == sycl.errc.invalid
+    sycl.free(a, q)                              # twice is harmless
+
+
+def test_dlpack_round_trip_is_zero_copy(q):
+    a = sycl.malloc_shared(5, np.int64, q)
+    assert a.__dlpack_device__() == (1, 0)
+    x = np.from_dlpack(a)
+    x[:] = [1, 2, 3, 4, 5]
+    assert x.ctypes.data == a.ptr
+    assert np.asarray(a).tolist() == [1, 2, 3, 4, 5]
+    del x
+    cap = a.__dlpack__()        # an unconsumed capsule frees its tensor when it dies
+    del cap
+
+
+def test_no_cuda_array_interface_on_cpu(q):
+    a = sycl.malloc_device(2, np.float32, q)
+    assert not hasattr(a, "__cuda_array_interface__")
+
+
+def test_memcpy_copy_fill_memset(q):
+    src = np.arange(8, dtype=np.int32)
+    d = sycl.malloc_device(8, np.int32, q)
+    e1 = q.copy(src, d)
+    out = np.zeros(8, np.int32)
+    q.memcpy(out, d, depends_on=e1).wait()
+    assert out.tolist() == src.tolist()
+    q.fill(d, 7, count=3).wait()
+    q.copy(d, out).wait()
+    assert out.tolist() == [7, 7, 7, 3, 4, 5, 6, 7]
+    q.memset(d, 0xFF, num_bytes=8).wait()
+    q.copy(d, out, 2).wait()
+    assert out[:2].tolist() == [-1, -1]
+    f = sycl.malloc_shared(6, np.float64, q)
+    q.submit(lambda cgh: cgh.fill(f, 2.5)).wait()
+    assert np.asarray(f).tolist() == [2.5] * 6
+
+
+def test_memory_errors_are_invalid(q):
+    d = sycl.malloc_device(4, np.int32, q)
+    with pytest.raises(sycl.exception) as e:
+        q.memcpy(d, np.zeros(8, np.int32))
+    assert e.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception) as e:
+        q.fill(d, 1, count=5)
+    assert e.value.code() == sycl.errc.invalid
+    q.fill(d, 1).wait()   # the queue still works
+    assert np.asarray(d).tolist() == [1] * 4
+
+
+def test_one_command_per_group(q):
+    d = sycl.malloc_device(4, np.int32, q)
+
+    def cgf(cgh):
+        cgh.fill(d, 1)
+        cgh.memset(d, 0)
+    with pytest.raises(sycl.exception) as e:
+        q.submit(cgf)
+    assert e.value.code() == sycl.errc.invalid and "one command" in str(e.value)
