@@ -230,3 +230,86 @@ def opencl_launch_overhead(report: Report, ctx, launches: int = 10_000) -> None:
 def _m(workload, dev, impl, seconds, peer=False):
     from .harness import Measurement
     return Measurement(workload, dev, impl, seconds, True, is_pysycl=not peer)
+
+
+def reduce(report: Report, q, quick: bool = False) -> None:
+    dev = q.get_device().name
+    n = (1 << 20) if quick else (1 << 24)
+    x = RNG.random(n, dtype=np.float32)
+    dx = _usm(q, x)
+    total = sycl.malloc_shared((1,), np.float32, q)
+    wl = f"reduce sum {n >> 20}M (wg {K.WG})"
+    expected = np.array([x.astype(np.float64).sum()], np.float32)
+
+    def run():
+        np.asarray(total)[0] = 0
+        def cgf(cgh):
+            cgh.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(K.WG)), K.reduce_sum,
+                             dx, total, cgh.local_accessor(np.float32, (K.WG,)))
+        q.submit(cgf).wait()
+        return np.asarray(total).copy()
+    report.run(wl, dev, "pysycl", run, expected, is_pysycl=True, rtol=1e-3)
+    report.run(wl, dev, "numpy", lambda: np.array([x.sum()], np.float32), expected, rtol=1e-3)
+    if peers_numba.available():
+        report.run(wl, dev, "numba parallel",
+                   lambda: np.array([peers_numba.reduce_sum(x)], np.float32), expected, rtol=1e-3)
+    sycl.free(dx, q); sycl.free(total, q)
+
+
+def histogram(report: Report, q, quick: bool = False) -> None:
+    dev = q.get_device().name
+    n, nbins = ((1 << 20) if quick else (1 << 24)), 256
+    x = RNG.integers(0, 1 << 20, n, dtype=np.int32)
+    dx = _usm(q, x)
+    bins = sycl.malloc_shared((nbins,), np.int32, q)
+    wl = f"histogram {n >> 20}M, {nbins} bins"
+    expected = np.bincount(x % nbins, minlength=nbins).astype(np.int32)
+
+    def run():
+        np.asarray(bins)[...] = 0
+        q.parallel_for(sycl.range(n), K.histogram, dx, bins, np.int32(nbins)).wait()
+        return np.asarray(bins).copy()
+    report.run(wl, dev, "pysycl (atomics)", run, expected, is_pysycl=True)
+    report.run(wl, dev, "numpy bincount",
+               lambda: np.bincount(x % nbins, minlength=nbins).astype(np.int32), expected)
+    if peers_numba.available():
+        out = np.empty(nbins, np.int32)
+        report.run(wl, dev, "numba parallel",
+                   lambda: (peers_numba.histogram(x, nbins, out), out)[1], expected)
+    sycl.free(dx, q); sycl.free(bins, q)
+
+
+def matmul(report: Report, q, quick: bool = False) -> None:
+    dev = q.get_device().name
+    n = 256 if quick else 1024
+    a = RNG.standard_normal((n, n), dtype=np.float32)
+    b = RNG.standard_normal((n, n), dtype=np.float32)
+    da, db, dc = _usm(q, a), _usm(q, b), sycl.malloc_shared((n, n), np.float32, q)
+    wl = f"matmul {n}x{n} (tiles {K.TILE})"
+    expected = a @ b
+
+    def run():
+        def cgf(cgh):
+            cgh.parallel_for(sycl.nd_range(sycl.range(n, n), sycl.range(K.TILE, K.TILE)),
+                             K.matmul_tiled, da, db, dc, np.int64(n),
+                             cgh.local_accessor(np.float32, (K.TILE, K.TILE)),
+                             cgh.local_accessor(np.float32, (K.TILE, K.TILE)))
+        q.submit(cgf).wait()
+        return np.asarray(dc)
+    report.run(wl, dev, "pysycl (local tiles)", run, expected, is_pysycl=True, rtol=1e-3,
+               atol=1e-2, repeat=3)
+    report.run(wl, dev, "numpy (BLAS)", lambda: a @ b, expected, rtol=1e-3, atol=1e-2)
+    if peers_numba.available():
+        out = np.empty((n, n), np.float32)
+        report.run(wl, dev, "numba parallel", lambda: (peers_numba.matmul(a, b, out), out)[1],
+                   expected, rtol=1e-3, atol=1e-2, repeat=3)
+    for p in (da, db, dc):
+        sycl.free(p, q)
+
+
+def build(report: Report, q, quick: bool = False) -> None:
+    """Build latency: cold build, a new spec-constant value set, a disk-cache hit in a
+    fresh process; Numba's first-call compile for comparison."""
+    from . import build_latency
+    for m in build_latency.measure(q):
+        report.add(m)

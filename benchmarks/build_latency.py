@@ -1,0 +1,91 @@
+"""Build-latency measurements. Each runs in a fresh interpreter so that "cold" means cold:
+no kernel built in this process, and the disk cache either empty or warm."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+from .harness import Measurement
+
+_PROBE = textwrap.dedent(r'''
+    import json, sys, time
+    t0 = time.perf_counter()
+    import numpy as np
+    import pysycl as sycl
+    t_import = time.perf_counter() - t0
+    taps_id = sycl.specialization_id(np.int32, 4)
+
+    @sycl.kernel
+    def scale(it: sycl.item[1], h: sycl.kernel_handler, x: sycl.global_ptr[np.float32]):
+        x[it.get_id(0)] = x[it.get_id(0)] * np.float32(h.get_specialization_constant(taps_id))
+
+    q = sycl.queue(sycl.device(lambda d: 1 if d.backend == sycl.backend.__getattr__(sys.argv[1]) else -1)) \
+        if len(sys.argv) > 1 and sys.argv[1] != "default" else sycl.queue()
+    x = sycl.malloc_shared((1024,), np.float32, q)
+    kid = [sycl.get_kernel_id(scale)]
+    t0 = time.perf_counter()
+    kb = sycl.build(sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input, kernel_ids=kid))
+    t_build = time.perf_counter() - t0
+    def submit(v):
+        def cgf(cgh):
+            cgh.set_specialization_constant(taps_id, np.int32(v))
+            cgh.parallel_for(sycl.range(1024), scale, x)
+        q.submit(cgf).wait()
+    submit(4)
+    t0 = time.perf_counter(); submit(5); t_new_value = time.perf_counter() - t0
+    t0 = time.perf_counter(); submit(4); t_old_value = time.perf_counter() - t0
+    print(json.dumps({"import": t_import, "build": t_build, "new_value": t_new_value,
+                      "old_value": t_old_value}))
+''')
+
+_NUMBA = textwrap.dedent(r'''
+    import json, time
+    import numpy as np
+    from numba import njit
+    @njit
+    def scale(x, s):
+        for i in range(x.shape[0]):
+            x[i] *= s
+    x = np.ones(1024, np.float32)
+    t0 = time.perf_counter(); scale(x, np.float32(4)); t = time.perf_counter() - t0
+    print(json.dumps({"first_call": t}))
+''')
+
+
+def _run(code: str, env: dict, *args: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                         text=True, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(q) -> list[Measurement]:
+    dev = q.get_device().name
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, PYSYCL_CACHE_DIR=cache)
+        try:
+            cold = _run(_PROBE, env)
+            warm = _run(_PROBE, env)
+        except Exception as e:   # reported, not fatal
+            return [Measurement("build", dev, "pysycl", None, False, str(e)[:200], True)]
+    rows.append(Measurement("build: cold one-kernel build", dev, "pysycl", cold["build"], True,
+                            is_pysycl=True))
+    rows.append(Measurement("build: new spec-constant value set", dev, "pysycl",
+                            cold["new_value"], True, is_pysycl=True))
+    rows.append(Measurement("build: earlier value set again (no compile)", dev, "pysycl",
+                            cold["old_value"], True, is_pysycl=True))
+    rows.append(Measurement("build: disk-cache hit (fresh process)", dev, "pysycl",
+                            warm["build"], True, is_pysycl=True))
+    try:
+        nb = _run(_NUMBA, dict(os.environ))
+        rows.append(Measurement("build: cold one-kernel build", dev, "numba first call",
+                                nb["first_call"], True))
+    except Exception:
+        pass
+    return rows
