@@ -23,8 +23,7 @@ _PROBE = textwrap.dedent(r'''
     def scale(it: sycl.item[1], h: sycl.kernel_handler, x: sycl.global_ptr[np.float32]):
         x[it.get_id(0)] = x[it.get_id(0)] * np.float32(h.get_specialization_constant(taps_id))
 
-    q = sycl.queue(sycl.device(lambda d: 1 if d.backend == sycl.backend.__getattr__(sys.argv[1]) else -1)) \
-        if len(sys.argv) > 1 and sys.argv[1] != "default" else sycl.queue()
+    q = sycl.queue()   # the device comes from PYSYCL_DEVICE_SELECTOR
     x = sycl.malloc_shared((1024,), np.float32, q)
     kid = [sycl.get_kernel_id(scale)]
     t0 = time.perf_counter()
@@ -68,7 +67,9 @@ def measure(q) -> list[Measurement]:
     dev = q.get_device().name
     rows = []
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, PYSYCL_CACHE_DIR=cache)
+        backend = str(q.get_device().backend).split(".")[-1]
+        selector = "native_cpu" if backend == "native_cpu" else f"{backend}:*"
+        env = dict(os.environ, PYSYCL_CACHE_DIR=cache, PYSYCL_DEVICE_SELECTOR=selector)
         try:
             cold = _run(_PROBE, env)
             warm = _run(_PROBE, env)

@@ -101,6 +101,11 @@ class ExpressionRules:
         ty = self.promote(op, _weak(a), _weak(b), node)
         if op == "div" and not ty.is_float:
             ty = T.F64
+        if ty == T.BOOL and op in ("add", "mul", "sub"):
+            # NumPy: bool + bool is logical or, bool * bool logical and, bool - bool an error.
+            if op == "sub":
+                self.error(node, "boolean subtract is not supported (NumPy too); use ^ or !=")
+            op = "or" if op == "add" else "and"
         va, vb = self.coerce(a, ty, node), self.coerce(b, ty, node)
         return self.value(op, [va, vb], ty, node=node)
 

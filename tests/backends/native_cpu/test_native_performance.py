@@ -36,8 +36,6 @@ def test_conv3x3_4096_performance():
     prog = load(conv3x3_module())
     args = acc_args(img) + acc_args(w) + acc_args(out) + [spec()]
     t_sycl = _best(lambda: prog.launch("conv3x3", (n, n), None, args))
-    np.testing.assert_allclose(out[:64, :64], conv3x3_numpy(img[:64, :64], w)[:64, :64][:63, :63]
-                               if False else out[:64, :64])
     ref = conv3x3_numpy(img[:512], w)
     np.testing.assert_allclose(out[1:511], ref[1:511], rtol=1e-4, atol=1e-5)
     dst = np.empty_like(img)
@@ -65,16 +63,22 @@ def test_conv3x3_4096_performance():
           f"{t_sycl / t_numba:.2f}")
 
 
-def test_compile_and_load_times():
-    text = llvm_text(conv3x3_module())
+@pytest.mark.parametrize("which", ["vector_add", "conv3x3"])
+def test_compile_and_load_times(which):
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[2] / "unit" / "ir"))
+    import ir_samples
+    module = ir_samples.vector_add() if which == "vector_add" else conv3x3_module()
+    names = [k.name for k in module.kernels]
+    text = llvm_text(module)
     COMPILER.compile(text)  # warm the TargetMachine
     compiles, loads = [], []
     for _ in range(5):
         t = time.perf_counter()
-        obj = COMPILER.compile(text, ["conv3x3"])
+        obj = COMPILER.compile(text, names)
         compiles.append(time.perf_counter() - t)
         t = time.perf_counter()
-        default_executor().load(obj, ["conv3x3"])
+        default_executor().load(obj, names)
         loads.append(time.perf_counter() - t)
-    print(f"\nIR->object (conv3x3, O3): median {sorted(compiles)[2] * 1e3:.1f} ms; "
+    print(f"\nIR->object ({which}, O3): median {sorted(compiles)[2] * 1e3:.1f} ms; "
           f"object load: median {sorted(loads)[2] * 1e3:.2f} ms")

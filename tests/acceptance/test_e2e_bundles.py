@@ -1,0 +1,268 @@
+"""Kernel bundles (SYCL 2020 4.11) as a program uses them: get_kernel_bundle, compile, link,
+build, join, separate compilation through @sycl.external, this_module, use_kernel_bundle."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pysycl as sycl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "modules"))
+
+import e2e_geometry  # noqa: E402,F401  (defines the external functions)
+import e2e_no_kernels  # noqa: E402
+import e2e_shapes  # noqa: E402
+
+
+@sycl.kernel
+def affine_i64(it: sycl.item[1], x: sycl.global_ptr[np.int64], out: sycl.global_ptr[np.int64],
+               a: np.int64, b: np.int64):
+    i = it.get_id(0)
+    out[i] = a * x[i] + b
+
+
+@sycl.kernel(name="e2e.bundles.negate")
+def negate_f32(it: sycl.item[1], x: sycl.global_ptr[np.float32], out: sycl.global_ptr[np.float32]):
+    i = it.get_id(0)
+    out[i] = -x[i]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def run_affine(q, kernel, rng, bundle=None):
+    n = 129
+    x = rng.integers(-10 ** 6, 10 ** 6, n).astype(np.int64)
+    a, b = int(rng.integers(-50, 50)), int(rng.integers(-10 ** 6, 10 ** 6))
+    dx, out = sycl.malloc_shared(n, np.int64, q), sycl.malloc_shared(n, np.int64, q)
+    try:
+        np.asarray(dx)[:] = x
+
+        def cgf(cgh):
+            if bundle is not None:
+                cgh.use_kernel_bundle(bundle)
+            cgh.parallel_for(sycl.range(n), kernel, dx, out, np.int64(a), np.int64(b))
+        q.submit(cgf).wait()
+        np.testing.assert_array_equal(np.asarray(out), a * x + b)
+    finally:
+        sycl.free(dx, q)
+        sycl.free(out, q)
+
+
+def test_kernel_ids():
+    kid = sycl.get_kernel_id(affine_i64)
+    assert isinstance(kid, sycl.kernel_id)
+    assert kid is sycl.get_kernel_id(affine_i64)
+    assert kid.get_name() == f"{__name__}.affine_i64"
+    assert sycl.get_kernel_id(negate_f32).get_name() == "e2e.bundles.negate"
+    ids = sycl.get_kernel_ids()
+    assert kid in ids and sycl.get_kernel_id(e2e_shapes.norms) in ids
+    with pytest.raises(sycl.exception) as info:
+        sycl.get_kernel_id(run_affine)
+    assert info.value.code() == sycl.errc.invalid
+
+
+def test_states_compile_link_build(queue, rng):
+    ctx, dev = queue.get_context(), queue.get_device()
+    kid = sycl.get_kernel_id(affine_i64)
+    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel_ids=[kid])
+    assert isinstance(inp, sycl.kernel_bundle)
+    assert inp.state == sycl.bundle_state.input and not inp.empty()
+    assert inp.get_context() == ctx and dev in inp.get_devices()
+    assert inp.has_kernel(kid) and inp.has_kernel(affine_i64, dev)
+    assert kid in inp.get_kernel_ids()
+    assert not inp.has_kernel(negate_f32)
+    with pytest.raises(sycl.exception) as info:
+        inp.get_kernel(kid)                      # only executable bundles give kernels
+    assert info.value.code() == sycl.errc.invalid
+
+    obj = sycl.compile(inp)
+    assert obj.state == sycl.bundle_state.object and obj.has_kernel(kid)
+    exe = sycl.link(obj)
+    assert exe.state == sycl.bundle_state.executable and exe.has_kernel(kid)
+    exe2 = sycl.build(inp)
+    assert exe2.state == sycl.bundle_state.executable and exe2.has_kernel(kid)
+    for kb in (exe, exe2):
+        run_affine(queue, affine_i64, rng, bundle=kb)
+
+    k = exe.get_kernel(affine_i64)
+    assert isinstance(k, sycl.kernel)
+    assert k.get_info(sycl.info.kernel.function_name) == kid.get_name()
+    assert k.get_kernel_bundle() == exe and k.get_context() == ctx
+    run_affine(queue, k, rng)                    # a sycl.kernel object launches too
+
+
+def test_device_images(queue):
+    ctx = queue.get_context()
+    exe = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable,
+                                 kernel_ids=[sycl.get_kernel_id(affine_i64)])
+    images = list(exe)
+    assert images and all(isinstance(img, sycl.device_image) for img in images)
+    img = next(i for i in images if i.has_kernel(affine_i64))
+    assert img.state == sycl.bundle_state.executable
+    assert img.has_kernel(sycl.get_kernel_id(affine_i64), queue.get_device())
+    assert not img.has_kernel(negate_f32)
+    assert isinstance(img.target, str) and img.target
+    assert img.format in ("ir", "spirv", "ptx", "cubin", "object")
+    assert isinstance(img.property_sets, dict)
+    assert "ir" in img.asm and "affine_i64" in img.asm["ir"]
+
+
+def test_get_kernel_bundle_forms(queue, rng):
+    ctx = queue.get_context()
+    one = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=negate_f32)
+    assert one.has_kernel(negate_f32) and not one.has_kernel(affine_i64)
+    everything = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input)
+    assert everything.has_kernel(affine_i64) and everything.has_kernel(e2e_shapes.norms)
+    picked = sycl.get_kernel_bundle(
+        ctx, sycl.bundle_state.input,
+        selector=lambda img: img.has_kernel(affine_i64))
+    assert picked.has_kernel(affine_i64) and not picked.has_kernel(negate_f32)
+    assert sycl.has_kernel_bundle(ctx, sycl.bundle_state.executable,
+                                  kernel_ids=[sycl.get_kernel_id(affine_i64)])
+    assert sycl.is_compatible([sycl.get_kernel_id(affine_i64)], queue.get_device())
+    run_affine(queue, affine_i64, rng, bundle=sycl.build(picked))
+
+
+def test_join(queue, rng):
+    ctx = queue.get_context()
+    a = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=affine_i64)
+    b = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=negate_f32)
+    both = sycl.join([a, b])
+    assert both.state == sycl.bundle_state.executable
+    assert both.has_kernel(affine_i64) and both.has_kernel(negate_f32)
+    assert set(both.get_kernel_ids()) == set(a.get_kernel_ids()) | set(b.get_kernel_ids())
+    run_affine(queue, affine_i64, rng, bundle=both)
+    n = 50
+    x = rng.standard_normal(n).astype(np.float32)
+    dx, out = sycl.malloc_shared(n, np.float32, queue), sycl.malloc_shared(n, np.float32, queue)
+    try:
+        np.asarray(dx)[:] = x
+
+        def cgf(cgh):
+            cgh.use_kernel_bundle(both)
+            cgh.parallel_for(sycl.range(n), negate_f32, dx, out)
+        queue.submit(cgf).wait()
+        np.testing.assert_array_equal(np.asarray(out), -x)
+    finally:
+        sycl.free(dx, queue)
+        sycl.free(out, queue)
+
+
+# Separate compilation: two Python modules linked through @sycl.external --------------------
+def run_shapes(q, rng, bundle=None):
+    n = 300
+    xs = rng.standard_normal(n).astype(np.float32)
+    ys = rng.standard_normal(n).astype(np.float32)
+    a = rng.integers(-1000, 1000, n).astype(np.int64)
+    b = rng.integers(-1000, 1000, n).astype(np.int64)
+    bufs = [sycl.malloc_shared(n, dt, q) for dt in (np.float32, np.float32, np.float32,
+                                                     np.int64, np.int64, np.int64)]
+    try:
+        for buf, v in zip(bufs, (xs, ys, None, a, b, None)):
+            if v is not None:
+                np.asarray(buf)[:] = v
+
+        def cg_norms(cgh):
+            if bundle is not None:
+                cgh.use_kernel_bundle(bundle)
+            cgh.parallel_for(sycl.range(n), e2e_shapes.norms, *bufs[:3])
+
+        def cg_mixes(cgh):
+            if bundle is not None:
+                cgh.use_kernel_bundle(bundle)
+            cgh.parallel_for(sycl.range(n), e2e_shapes.mixes, *bufs[3:])
+        q.submit(cg_norms).wait()
+        q.submit(cg_mixes).wait()
+        np.testing.assert_allclose(np.asarray(bufs[2]), xs * xs + ys * ys, rtol=1e-6)
+        t = np.arange(n) % 11
+        np.testing.assert_array_equal(np.asarray(bufs[5]), a * (10 - t) + b * t)
+    finally:
+        for buf in bufs:
+            sycl.free(buf, q)
+
+
+def test_external_functions_linked_explicitly(queue, rng):
+    ctx = queue.get_context()
+    kids = [sycl.get_kernel_id(e2e_shapes.norms), sycl.get_kernel_id(e2e_shapes.mixes)]
+    objects = sycl.get_kernel_bundle(ctx, sycl.bundle_state.object)
+    assert objects.has_kernel(kids[0]) and objects.has_kernel(kids[1])
+    exe = sycl.link(objects)
+    assert exe.has_kernel(kids[0]) and exe.has_kernel(kids[1])
+    run_shapes(queue, rng, bundle=exe)
+
+
+def test_external_functions_compiled_separately_then_linked(queue, rng):
+    ctx = queue.get_context()
+    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input)
+    # the kernels' images only declare norm2/mix; the library image defines them
+    kernel_images = [img for img in inp if img.has_kernel(e2e_shapes.norms)]
+    assert kernel_images
+    objs = [sycl.compile(inp)]
+    exe = sycl.link(objs)
+    run_shapes(queue, rng, bundle=exe)
+
+
+def test_external_functions_default_path(queue, rng):
+    run_shapes(queue, rng)
+
+
+# this_module ---------------------------------------------------------------------------
+def test_this_module(queue, rng):
+    ctx = queue.get_context()
+    mine = sycl.this_module.get(ctx, sycl.bundle_state.executable)
+    assert mine.has_kernel(affine_i64) and mine.has_kernel(negate_f32)
+    assert not mine.has_kernel(e2e_shapes.norms)
+    run_affine(queue, affine_i64, rng, bundle=mine)
+    assert sycl.this_module.has_any_module(ctx)
+    assert sycl.this_module.has_module_in(ctx, sycl.bundle_state.executable)
+
+    theirs = e2e_shapes.module_bundle(ctx, sycl.bundle_state.input)
+    assert theirs.state == sycl.bundle_state.input
+    assert theirs.has_kernel(e2e_shapes.norms) and not theirs.has_kernel(affine_i64)
+    assert e2e_shapes.module_flags(ctx) == (True, True)
+    assert e2e_no_kernels.module_flags(ctx) is False
+
+
+# use_kernel_bundle rules -----------------------------------------------------------------
+def test_use_kernel_bundle_without_the_kernel(queue, rng):
+    ctx = queue.get_context()
+    only_negate = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=negate_f32)
+    with pytest.raises(sycl.exception) as info:
+        run_affine(queue, affine_i64, rng, bundle=only_negate)
+    assert info.value.code() == sycl.errc.kernel_not_supported
+    assert "affine_i64" in str(info.value)
+    run_affine(queue, affine_i64, rng)          # the queue still works
+
+
+def test_use_kernel_bundle_rejects_input_state_and_other_context(queue, rng):
+    ctx = queue.get_context()
+    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=affine_i64)
+    with pytest.raises(sycl.exception) as info:
+        run_affine(queue, affine_i64, rng, bundle=inp)
+    assert info.value.code() == sycl.errc.invalid
+    other_ctx = sycl.context([queue.get_device()])
+    assert other_ctx != ctx
+    foreign = sycl.get_kernel_bundle(other_ctx, sycl.bundle_state.executable, kernel=affine_i64)
+    with pytest.raises(sycl.exception) as info:
+        run_affine(queue, affine_i64, rng, bundle=foreign)
+    assert info.value.code() == sycl.errc.invalid
+    run_affine(queue, affine_i64, rng)
+
+
+def test_save_and_load_bundle(queue, rng, tmp_path):
+    ctx = queue.get_context()
+    exe = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=affine_i64)
+    path = tmp_path / "affine.syclbin"
+    sycl.save_kernel_bundle(exe, path)
+    assert path.stat().st_size > 0
+    loaded = sycl.load_kernel_bundle(ctx, path)
+    assert loaded.state == sycl.bundle_state.executable and loaded.has_kernel(affine_i64)
+    run_affine(queue, affine_i64, rng, bundle=loaded)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(sycl.exception) as info:
+        sycl.load_kernel_bundle(ctx, path)
+    assert info.value.code() == sycl.errc.invalid
