@@ -1,7 +1,9 @@
 """Kernel bundles (SYCL 2020 4.11) as a program uses them: get_kernel_bundle, compile, link,
 build, join, separate compilation through @sycl.external, this_module, use_kernel_bundle."""
 import os
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -115,11 +117,13 @@ def test_get_kernel_bundle_forms(queue, rng):
     ctx = queue.get_context()
     one = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=negate_f32)
     assert one.has_kernel(negate_f32) and not one.has_kernel(affine_i64)
-    everything = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input)
-    assert everything.has_kernel(affine_i64) and everything.has_kernel(e2e_shapes.norms)
+    # (no kernel_ids would take every kernel of the process, other tests' broken ones too)
+    kids = [sycl.get_kernel_id(k) for k in (affine_i64, negate_f32, e2e_shapes.norms)]
+    several = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel_ids=kids)
+    assert several.has_kernel(affine_i64) and several.has_kernel(e2e_shapes.norms)
     picked = sycl.get_kernel_bundle(
         ctx, sycl.bundle_state.input,
-        selector=lambda img: img.has_kernel(affine_i64))
+        kernel_ids=[sycl.get_kernel_id(affine_i64), sycl.get_kernel_id(negate_f32)])
     assert picked.has_kernel(affine_i64) and not picked.has_kernel(negate_f32)
     assert sycl.has_kernel_bundle(ctx, sycl.bundle_state.executable,
                                   kernel_ids=[sycl.get_kernel_id(affine_i64)])
@@ -150,6 +154,42 @@ def test_join(queue, rng):
     finally:
         sycl.free(dx, queue)
         sycl.free(out, queue)
+
+
+SELECTOR_PROGRAM = textwrap.dedent("""
+    import numpy as np
+    import pysycl as sycl
+
+    @sycl.kernel
+    def keep_me(it: sycl.item[1], out: sycl.global_ptr[np.int32]):
+        out[it.get_id(0)] = np.int32(it.get_id(0)) * 5
+
+    @sycl.kernel
+    def drop_me(it: sycl.item[1], out: sycl.global_ptr[np.int32]):
+        out[it.get_id(0)] = np.int32(1)
+
+    q = sycl.queue(sycl.device.get_devices()[{index}])
+    kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.executable,
+                                selector=lambda img: img.has_kernel(keep_me))
+    assert kb.has_kernel(keep_me) and not kb.has_kernel(drop_me), list(kb)
+    out = sycl.malloc_shared(6, np.int32, q)
+    def cgf(cgh):
+        cgh.use_kernel_bundle(kb)
+        cgh.parallel_for(sycl.range(6), keep_me, out)
+    q.submit(cgf).wait()
+    print(list(np.asarray(out)))
+""")
+
+
+def test_get_kernel_bundle_with_image_selector(device, tmp_path):
+    # A program of its own: with no kernel_ids, the bundle starts from every kernel defined
+    # in the process (in this test session, other tests' deliberately broken ones too).
+    script = tmp_path / "selector_program.py"
+    script.write_text(SELECTOR_PROGRAM.format(index=sycl.device.get_devices().index(device)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == str([5 * i for i in range(6)])
 
 
 # Separate compilation: two Python modules linked through @sycl.external --------------------
@@ -188,7 +228,7 @@ def run_shapes(q, rng, bundle=None):
 def test_external_functions_linked_explicitly(queue, rng):
     ctx = queue.get_context()
     kids = [sycl.get_kernel_id(e2e_shapes.norms), sycl.get_kernel_id(e2e_shapes.mixes)]
-    objects = sycl.get_kernel_bundle(ctx, sycl.bundle_state.object)
+    objects = sycl.get_kernel_bundle(ctx, sycl.bundle_state.object, kernel_ids=kids)
     assert objects.has_kernel(kids[0]) and objects.has_kernel(kids[1])
     exe = sycl.link(objects)
     assert exe.has_kernel(kids[0]) and exe.has_kernel(kids[1])
@@ -197,12 +237,10 @@ def test_external_functions_linked_explicitly(queue, rng):
 
 def test_external_functions_compiled_separately_then_linked(queue, rng):
     ctx = queue.get_context()
-    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input)
-    # the kernels' images only declare norm2/mix; the library image defines them
-    kernel_images = [img for img in inp if img.has_kernel(e2e_shapes.norms)]
-    assert kernel_images
-    objs = [sycl.compile(inp)]
-    exe = sycl.link(objs)
+    kernels = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=e2e_shapes.norms)
+    more = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=e2e_shapes.mixes)
+    # the kernels' images only declare norm2/mix; link finds the library's definitions
+    exe = sycl.link([sycl.compile(kernels), sycl.compile(more)])
     run_shapes(queue, rng, bundle=exe)
 
 
