@@ -1,0 +1,488 @@
+"""Specialization constants (SYCL 2020 4.9.5, seeds 000/001/002) in whole programs."""
+import numpy as np
+import pytest
+
+import pysycl as sycl
+
+# The seeds' convolution: coefficients as a specialization constant -----------------------
+coeff_t = np.dtype((np.float32, (3, 3)))
+coeff_id = sycl.specialization_id(coeff_t)
+
+
+@sycl.kernel
+def convolution(it: sycl.item[2], h: sycl.kernel_handler,
+                inp: sycl.accessor[np.float32, 2, sycl.read_only],
+                out: sycl.accessor[np.float32, 2, sycl.write_only]):
+    coeff = h.get_specialization_constant(coeff_id)
+    rows = inp.get_range(0)
+    cols = inp.get_range(1)
+    acc = np.float32(0)
+    for i in range(-1, 2):
+        r = it.get_id(0) + i
+        if r >= 0 and r < rows:
+            for j in range(-1, 2):
+                c = it.get_id(1) + j
+                if c >= 0 and c < cols:
+                    acc += coeff[i + 1][j + 1] * inp[r, c]
+    out[it] = acc
+
+
+def reference(image, coefficients):
+    padded = np.pad(image, 1)
+    rows, cols = image.shape
+    out = np.zeros_like(image)
+    for i in range(3):
+        for j in range(3):
+            out += coefficients[i, j] * padded[i:i + rows, j:j + cols]
+    return out
+
+
+def convolve(q, image, coefficients=None, bundle=None):
+    result = np.full_like(image, np.nan)
+    with sycl.buffer(image) as b_in, sycl.buffer(result) as b_out:
+        def cgf(cgh):
+            if bundle is not None:
+                cgh.use_kernel_bundle(bundle)
+            if coefficients is not None:
+                cgh.set_specialization_constant(coeff_id, coefficients)
+            cgh.parallel_for(sycl.range(*image.shape), convolution,
+                             sycl.accessor(b_in, cgh, sycl.read_only),
+                             sycl.accessor(b_out, cgh, sycl.write_only, sycl.no_init))
+        q.submit(cgf).wait()
+    return result
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+def test_convolution_coefficients_set_on_handler(queue, rng):
+    image = rng.standard_normal((37, 29)).astype(np.float32)
+    for _ in range(3):
+        coefficients = rng.standard_normal((3, 3)).astype(np.float32)
+        np.testing.assert_allclose(convolve(queue, image, coefficients),
+                                   reference(image, coefficients), rtol=1e-5, atol=1e-5)
+    # unset: the default, which is zero
+    np.testing.assert_array_equal(convolve(queue, image), np.zeros_like(image))
+
+
+def test_convolution_coefficients_set_on_input_bundle(queue, rng):
+    ctx = queue.get_context()
+    image = rng.standard_normal((20, 31)).astype(np.float32)
+    c1 = rng.standard_normal((3, 3)).astype(np.float32)
+    c2 = rng.standard_normal((3, 3)).astype(np.float32)
+    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=convolution)
+    assert inp.contains_specialization_constants()
+    assert inp.has_specialization_constant(coeff_id)
+    inp.set_specialization_constant(coeff_id, c1)
+    np.testing.assert_array_equal(inp.get_specialization_constant(coeff_id), c1)
+    exe1 = sycl.build(inp)
+    inp.set_specialization_constant(coeff_id, c2)
+    exe2 = sycl.build(inp)
+    np.testing.assert_array_equal(exe1.get_specialization_constant(coeff_id), c1)
+    np.testing.assert_array_equal(exe2.get_specialization_constant(coeff_id), c2)
+    with pytest.raises(sycl.exception) as info:            # input bundles only
+        exe1.set_specialization_constant(coeff_id, c2)
+    assert info.value.code() == sycl.errc.invalid
+    # each executable bundle keeps its own values, used in any order
+    for exe, c in ((exe2, c2), (exe1, c1), (exe2, c2)):
+        np.testing.assert_allclose(convolve(queue, image, bundle=exe), reference(image, c),
+                                   rtol=1e-5, atol=1e-5)
+    # through compile + link as well
+    inp.set_specialization_constant(coeff_id, c1)
+    exe3 = sycl.link(sycl.compile(inp))
+    np.testing.assert_allclose(convolve(queue, image, bundle=exe3), reference(image, c1),
+                               rtol=1e-5, atol=1e-5)
+
+
+# Every type, set and unset ------------------------------------------------------------------
+@sycl.struct
+class Point:
+    x: np.float32
+    y: np.int16
+
+
+inner_t = np.dtype([("tag", np.int8), ("value", np.float64)], align=True)   # 7 bytes padding
+outer_t = np.dtype([("a", np.int16), ("inner", inner_t), ("arr", np.int32, (3,)),
+                    ("f", np.float32), ("flag", np.bool_)], align=True)
+
+SCALARS = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+           np.uint64, np.float16, np.float32, np.float64]
+
+
+def _needs(dt):
+    dt = np.dtype(dt)
+    found = set()
+    for base in ([dt] if dt.fields is None else [f[0] for f in dt.fields.values()]):
+        base = base.base if base.subdtype else base
+        if base.fields is not None:
+            found |= _needs(base)
+        elif base == np.float16:
+            found.add("fp16")
+        elif base == np.float64:
+            found.add("fp64")
+    return found
+
+
+def _random_value(rng, dt):
+    dt = np.dtype(dt)
+    arr = np.zeros((), dt)
+    flat = arr.reshape(1).view(np.uint8)
+    # random bytes, then NumPy-valid values written field by field
+    if dt.fields is None and dt.subdtype is None:
+        if dt == np.bool_:
+            return np.bool_(True)
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return dt.type(rng.integers(info.min, info.max, endpoint=True))
+        return dt.type(rng.standard_normal() * 100)
+    del flat
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return np.array([_random_value(rng, base) for _ in range(int(np.prod(shape)))],
+                        base).reshape(shape)
+    for name in dt.names:
+        arr[name] = _random_value(rng, dt.fields[name][0])
+    return arr[()]
+
+
+class Case:
+    def __init__(self, name, dtype, default):
+        self.name, self.dtype, self.default = name, np.dtype(dtype), default
+
+
+def _cases():
+    rng = np.random.default_rng(99)
+    cases = [Case(np.dtype(t).name, t, _random_value(rng, t)) for t in SCALARS]
+    cases += [
+        Case("nested_struct", outer_t, _random_value(rng, outer_t)),
+        Case("sycl_struct", Point, Point(np.float32(1.5), np.int16(-3))),
+        Case("array_f32", np.dtype((np.float32, (5,))), rng.standard_normal(5)),
+        Case("array_i64_2d", np.dtype((np.int64, (2, 3))),
+             rng.integers(-10 ** 12, 10 ** 12, (2, 3))),
+        Case("vec3_f32", sycl.vec(np.float32, 3), (1.25, -2.5, 3.75, 0.0)),
+        Case("vec4_i32", sycl.vec(np.int32, 4), (7, -8, 9, -10)),
+    ]
+    return cases
+
+
+CASES = _cases()
+_readers = {}
+
+
+def _flat_count(dt):
+    return int(np.prod(dt.subdtype[1])) if dt.subdtype is not None else 1
+
+
+def reader(case):
+    """Kernel that writes three constants of the case's type: set, unset with a default,
+    unset without a default. Arrays and vectors are written element by element."""
+    if case.name in _readers:
+        return _readers[case.name]
+    dt = case.dtype
+    with_value = sycl.specialization_id(dt, case.default)
+    with_default = sycl.specialization_id(dt, case.default)
+    zero = sycl.specialization_id(dt)
+    if dt.subdtype is None:
+        elem = dt
+
+        @sycl.kernel(name=f"e2e_spec_reader_{case.name}")
+        def read(h: sycl.kernel_handler, out: sycl.accessor[elem, 1, sycl.write_only]):
+            out[0] = h.get_specialization_constant(with_value)
+            out[1] = h.get_specialization_constant(with_default)
+            out[2] = h.get_specialization_constant(zero)
+    else:
+        elem = dt.subdtype[0]
+        n = _flat_count(dt)
+        shape = dt.subdtype[1]
+        if len(shape) == 1:
+            @sycl.kernel(name=f"e2e_spec_reader_{case.name}")
+            def read(h: sycl.kernel_handler, out: sycl.global_ptr[elem]):
+                a = h.get_specialization_constant(with_value)
+                b = h.get_specialization_constant(with_default)
+                c = h.get_specialization_constant(zero)
+                for k in range(n):
+                    out[k] = a[k]
+                    out[n + k] = b[k]
+                    out[2 * n + k] = c[k]
+        else:
+            cols = shape[1]
+
+            @sycl.kernel(name=f"e2e_spec_reader_{case.name}")
+            def read(h: sycl.kernel_handler, out: sycl.global_ptr[elem]):
+                a = h.get_specialization_constant(with_value)
+                b = h.get_specialization_constant(with_default)
+                c = h.get_specialization_constant(zero)
+                for k in range(n):
+                    out[k] = a[k // cols][k % cols]
+                    out[n + k] = b[k // cols][k % cols]
+                    out[2 * n + k] = c[k // cols][k % cols]
+    _readers[case.name] = (read, with_value, with_default, zero)
+    return _readers[case.name]
+
+
+def _as_array(value, dt):
+    arr = np.zeros((), dt)
+    if hasattr(value, "as_void"):
+        value = value.as_void()
+    arr[()] = value
+    return arr
+
+
+def _assert_same(got, expected):
+    """Field by field (padding bytes may differ)."""
+    if got.dtype.names:
+        for name in got.dtype.names:
+            _assert_same(got[name], expected[name])
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_every_type_read_back_after_set_and_unset(queue, case):
+    dev = queue.get_device()
+    for need in _needs(case.dtype):
+        if not dev.has(getattr(sycl.aspect, need)):
+            pytest.skip(f"{dev.name} lacks {need}")
+    kernel, with_value, with_default, zero = reader(case)
+    rng = np.random.default_rng(abs(hash(case.name)) % 2 ** 32)
+    value = _random_value(rng, case.dtype) if case.name != "sycl_struct" else \
+        Point(np.float32(-7.25), np.int16(12345))
+    dt = case.dtype
+    if dt.subdtype is None:
+        out = np.zeros(3, dt)
+        out_bytes = np.frombuffer(rng.bytes(out.nbytes), np.uint8)
+        out.view(np.uint8)[:] = out_bytes                # garbage, not zeros
+        with sycl.buffer(out) as b:
+            def cgf(cgh):
+                cgh.set_specialization_constant(with_value, value)
+                assert np.array_equal(_as_array(cgh.get_specialization_constant(with_value), dt)
+                                      .view(np.uint8), _as_array(value, dt).view(np.uint8))
+                cgh.single_task(kernel, sycl.accessor(b, cgh, sycl.write_only))
+            queue.submit(cgf).wait()
+        got = [out[0], out[1], out[2]]
+    else:
+        base, n = dt.subdtype[0], _flat_count(dt)
+        ptr = sycl.malloc_shared(3 * n, base, queue)
+        try:
+            np.asarray(ptr)[:] = 99
+            queue.submit(lambda cgh: (cgh.set_specialization_constant(with_value, value),
+                                      cgh.single_task(kernel, ptr))).wait()
+            flat = np.asarray(ptr).copy()
+        finally:
+            sycl.free(ptr, queue)
+        got = [flat[:n], flat[n:2 * n], flat[2 * n:]]
+    expected = [_as_array(value, dt), _as_array(case.default, dt), np.zeros((), dt)]
+    for g, e in zip(got, expected):
+        _assert_same(np.asarray(g).reshape(e.shape if dt.subdtype is None else -1),
+                     e if dt.subdtype is None else e.reshape(-1))
+
+
+# Isolation between command groups ----------------------------------------------------------
+scale_id = sycl.specialization_id(np.int32, 5)
+
+
+@sycl.kernel
+def scaled_fill(it: sycl.item[1], h: sycl.kernel_handler, out: sycl.global_ptr[np.int32]):
+    out[it.get_id(0)] = np.int32(it.get_id(0)) * h.get_specialization_constant(scale_id)
+
+
+def test_values_never_leak_between_command_groups(queue):
+    n = 16
+    out = sycl.malloc_shared(n, np.int32, queue)
+    try:
+        def run(value=None):
+            def cgf(cgh):
+                if value is not None:
+                    cgh.set_specialization_constant(scale_id, value)
+                    assert cgh.get_specialization_constant(scale_id) == value
+                else:
+                    assert cgh.get_specialization_constant(scale_id) == 5
+                cgh.parallel_for(sycl.range(n), scaled_fill, out)
+            queue.submit(cgf).wait()
+            return list(np.asarray(out))
+        idx = np.arange(n)
+        assert run(-3) == list(idx * -3)
+        assert run() == list(idx * 5)            # back to the default
+        assert run(11) == list(idx * 11)
+        assert run(11) == list(idx * 11)
+        assert run() == list(idx * 5)
+        # the last set on a handler wins
+        def twice(cgh):
+            cgh.set_specialization_constant(scale_id, 2)
+            cgh.set_specialization_constant(scale_id, 4)
+            cgh.parallel_for(sycl.range(n), scaled_fill, out)
+        queue.submit(twice).wait()
+        assert list(np.asarray(out)) == list(idx * 4)
+    finally:
+        sycl.free(out, queue)
+
+
+# A spec constant as a loop trip count -----------------------------------------------------
+trips_id = sycl.specialization_id(np.int32, 3)
+
+
+@sycl.kernel
+def repeated_sum(it: sycl.item[1], h: sycl.kernel_handler, x: sycl.global_ptr[np.int64],
+                 out: sycl.global_ptr[np.int64]):
+    i = it.get_id(0)
+    acc = np.int64(0)
+    for k in range(h.get_specialization_constant(trips_id)):
+        acc += x[i] * (k + 1)
+    out[i] = acc
+
+
+@pytest.mark.parametrize("trips", [None, 0, 1, 7, 100])
+def test_spec_constant_as_loop_trip_count(queue, trips):
+    rng = np.random.default_rng(5)
+    n = 64
+    x = rng.integers(-10 ** 6, 10 ** 6, n).astype(np.int64)
+    dx, out = sycl.malloc_shared(n, np.int64, queue), sycl.malloc_shared(n, np.int64, queue)
+    try:
+        np.asarray(dx)[:] = x
+        np.asarray(out)[:] = 12345
+
+        def cgf(cgh):
+            if trips is not None:
+                cgh.set_specialization_constant(trips_id, trips)
+            cgh.parallel_for(sycl.range(n), repeated_sum, dx, out)
+        queue.submit(cgf).wait()
+        t = 3 if trips is None else trips
+        np.testing.assert_array_equal(np.asarray(out), x * (t * (t + 1) // 2))
+    finally:
+        sycl.free(dx, queue)
+        sycl.free(out, queue)
+
+
+# Literal and emulated lowering -----------------------------------------------------------
+def test_literal_and_emulated_lowering_agree(queue, rng):
+    ctx = queue.get_context()
+    image = rng.standard_normal((33, 47)).astype(np.float32)
+    coefficients = rng.standard_normal((3, 3)).astype(np.float32)
+    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=convolution)
+    inp.set_specialization_constant(coeff_id, coefficients)
+    results = {}
+    for mode in ("literal", "emulated"):
+        exe = sycl.build(inp, properties=sycl.properties(sycl.spec_constant_lowering(mode)))
+        modes = {img.spec_constant_lowering for img in exe if img.has_kernel(convolution)}
+        assert modes == {mode}, modes
+        results[mode] = convolve(queue, image, bundle=exe)
+    np.testing.assert_array_equal(results["literal"], results["emulated"])
+    np.testing.assert_allclose(results["literal"], reference(image, coefficients),
+                               rtol=1e-5, atol=1e-5)
+    default = sycl.build(inp)
+    assert {img.spec_constant_lowering for img in default if img.has_kernel(convolution)} <= {
+        "native", "literal", "emulated"}
+    np.testing.assert_array_equal(convolve(queue, image, bundle=default), results["literal"])
+
+
+def test_emulated_lowering_all_types(queue):
+    """The emulated buffer layout must hold every kind of constant (structs with padding)."""
+    case = next(c for c in CASES if c.name == "nested_struct")
+    if not queue.get_device().has(sycl.aspect.fp64):
+        pytest.skip("needs fp64")
+    kernel, with_value, with_default, zero = reader(case)
+    value = _random_value(np.random.default_rng(3), outer_t)
+    inp = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.input, kernel=kernel)
+    inp.set_specialization_constant(with_value, value)
+    exe = sycl.build(inp, properties=sycl.properties(sycl.spec_constant_lowering("emulated")))
+    out = np.zeros(3, outer_t)
+    with sycl.buffer(out) as b:
+        def cgf(cgh):
+            cgh.use_kernel_bundle(exe)
+            cgh.single_task(kernel, sycl.accessor(b, cgh, sycl.write_only))
+        queue.submit(cgf).wait()
+    _assert_same(out[0], _as_array(value, outer_t))
+    _assert_same(out[1], _as_array(case.default, outer_t))
+    _assert_same(out[2], np.zeros((), outer_t))
+
+
+# Placeholder style (seed 002) --------------------------------------------------------------
+offset_id = sycl.specialization_id(np.float64, 0.5)
+
+
+@sycl.kernel
+def add_offset(it: sycl.item[1], off: sycl.spec_constant[np.float64],
+               x: sycl.global_ptr[np.float64]):
+    x[it.get_id(0)] += off.get()
+
+
+def test_placeholder_spec_constant_argument(queue, rng):
+    if not queue.get_device().has(sycl.aspect.fp64):
+        pytest.skip("needs fp64")
+    n = 40
+    x = rng.standard_normal(n)
+    dx = sycl.malloc_shared(n, np.float64, queue)
+    try:
+        np.asarray(dx)[:] = x
+        value = float(rng.standard_normal())
+
+        def cgf(cgh):
+            p = cgh.set_spec_constant(offset_id, value)
+            assert isinstance(p, sycl.spec_constant)
+            cgh.parallel_for(sycl.range(n), add_offset, p, dx)
+        queue.submit(cgf).wait()
+        np.testing.assert_allclose(np.asarray(dx), x + value, rtol=1e-15)
+    finally:
+        sycl.free(dx, queue)
+
+
+# Rule violations -------------------------------------------------------------------------
+def test_handler_value_and_bundle_in_one_command_group(queue, rng):
+    ctx = queue.get_context()
+    image = rng.standard_normal((8, 8)).astype(np.float32)
+    exe = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel=convolution)
+    c = rng.standard_normal((3, 3)).astype(np.float32)
+    b_in, b_out = sycl.buffer(image.copy()), sycl.buffer(np.zeros_like(image))
+
+    def launch(cgh):
+        cgh.parallel_for(sycl.range(8, 8), convolution, sycl.accessor(b_in, cgh, sycl.read_only),
+                         sycl.accessor(b_out, cgh, sycl.write_only))
+
+    def set_then_use(cgh):
+        cgh.set_specialization_constant(coeff_id, c)
+        cgh.use_kernel_bundle(exe)
+        launch(cgh)
+
+    def use_then_set(cgh):
+        cgh.use_kernel_bundle(exe)
+        cgh.set_specialization_constant(coeff_id, c)
+        launch(cgh)
+
+    def use_then_get(cgh):
+        cgh.use_kernel_bundle(exe)
+        cgh.get_specialization_constant(coeff_id)
+        launch(cgh)
+
+    for cgf in (set_then_use, use_then_set, use_then_get):
+        with pytest.raises(sycl.exception) as info:
+            queue.submit(cgf).wait()
+        assert info.value.code() == sycl.errc.invalid, cgf.__name__
+    b_in.close()
+    b_out.close()
+    # the queue is fine afterwards
+    np.testing.assert_allclose(convolve(queue, image, c), reference(image, c), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_specialization_id_is_not_copyable():
+    import copy
+    with pytest.raises(TypeError):
+        copy.copy(scale_id)
+    assert scale_id.unique_id == f"{__name__}.scale_id"
+
+
+# Seed-0 style (SYCL 1.2.1 program) --------------------------------------------------------
+def test_compat_program(queue):
+    program = sycl.compat.program(queue.get_context())
+    program.set_spec_constant(scale_id, 9)
+    program.build_with_kernel_type(scaled_fill)
+    k = program.get_kernel(scaled_fill)
+    n = 10
+    out = sycl.malloc_shared(n, np.int32, queue)
+    try:
+        queue.submit(lambda cgh: cgh.parallel_for(sycl.range(n), k, out)).wait()
+        assert list(np.asarray(out)) == [9 * i for i in range(n)]
+    finally:
+        sycl.free(out, queue)
