@@ -190,6 +190,33 @@ def get_compiler(target_name: str) -> Compiler:
     return compiler
 
 
+def get_lowering(target_name: str):
+    """The codegen ``TargetLowering`` of a target, from its backend's ``lowering.py``.
+
+    A lowering module may define ``lowering_for(target)``; otherwise its one
+    ``TargetLowering`` subclass is built with ``get_target(target_name)``. A fresh object
+    each call: lowerings are cheap and carry per-module settings (``debug``).
+
+    >>> type(get_lowering("nvptx64-sm_90")).__name__
+    'CudaLowering'
+    """
+    from ..codegen.target_lowering import TargetLowering
+    backend = backend_of_target(target_name)
+    try:
+        module = importlib.import_module(f"{_PACKAGE}.{backend}.lowering")
+    except ImportError as e:
+        raise exception(errc.feature_not_supported,
+                        f"no code generator for target {target_name!r}: {e}") from None
+    target = get_target(target_name)
+    factory = getattr(module, "lowering_for", None)
+    if factory is not None:
+        return factory(target)
+    cls = _find_subclass(module, TargetLowering)
+    if cls is None:
+        raise exception(errc.feature_not_supported, f"backend {backend} defines no TargetLowering")
+    return cls(target)
+
+
 def reset() -> None:
     """Forget loaded drivers and compilers (tests that change the environment)."""
     with _lock:

@@ -147,3 +147,16 @@ class LaunchBounds:
                 ops = f'!"{key}", i32 {vals[0]}'
             lines.append(f"!{{ptr @{kernel_name}, {ops}}}")
         return lines
+
+
+def target_for_name(name: str) -> Target | None:
+    """The target called ``name`` (``"nvptx64-sm_90"``), for ``registry.get_target``.
+
+    >>> target_for_name("nvptx64-sm_120").cpu
+    'sm_120'
+    """
+    prefix = f"{TRIPLE.split('-')[0]}-sm_"
+    if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+        return None
+    sm = int(name[len(prefix):])
+    return cuda_target((sm // 10, sm % 10))
