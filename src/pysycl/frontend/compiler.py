@@ -95,7 +95,7 @@ class ImageBuilder:
         for info in sig.params:
             ty = ir_type(info)
             if ty is None:  # spec_constant[T] placeholder: read through spec.get only
-                env[info.name] = SpecPlaceholder(info.name, T.type_from_dtype(info.dtype))
+                env[info.name] = SpecPlaceholder(info.name, T.type_from_dtype(info.dtype), kfn.name)
                 continue
             p = Param(info.name, ty, ir_properties(info))
             params.append(p)

@@ -54,14 +54,22 @@ class AtomicHandle:
 
 @dataclasses.dataclass(frozen=True)
 class SpecPlaceholder:
-    """A ``sycl.spec_constant[T]`` parameter; ``p.get()`` reads spec ID ``@param:<name>``."""
+    """A ``sycl.spec_constant[T]`` parameter; ``p.get()`` reads spec ID
+    ``@param:<kernel>:<name>`` (the kernel's name keeps two kernels' placeholders of the
+    same parameter name apart once linked into one module)."""
 
     name: str
     type: T.Type
+    kernel: str = ""
 
     @property
     def unique_id(self) -> str:
-        return f"@param:{self.name}"
+        return placeholder_uid(self.kernel, self.name)
+
+
+def placeholder_uid(kernel: str, name: str) -> str:
+    """The symbolic ID the runtime binds a placeholder argument to at launch."""
+    return f"@param:{kernel}:{name}" if kernel else f"@param:{name}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,11 +28,13 @@ class spec_constant:
     """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (seed-2 style);
     pass it for a ``sycl.spec_constant[T]`` parameter, read it with ``p.get()``."""
 
-    __slots__ = ("spec_id", "value")
+    __slots__ = ("spec_id", "value", "raw")
 
     def __init__(self, spec_id, value):
+        from ..bundle.kernel_bundle import spec_value_bytes
         self.spec_id = spec_id
         self.value = value
+        self.raw = spec_value_bytes(spec_id, value)
 
     def get(self):
         return self.value
@@ -60,6 +62,20 @@ class interop_handle:
 
     def get_native_context(self):
         return self._queue.get_context().handle
+
+
+def _spec_name(spec_id) -> str:
+    try:
+        return spec_id if isinstance(spec_id, str) else spec_id.unique_id
+    except Exception:  # noqa: BLE001 - a name for a message only
+        return repr(spec_id)
+
+
+def _spec_bytes(spec_id, value) -> bytes:
+    if not hasattr(spec_id, "dtype"):
+        raise exception(errc.invalid, f"{spec_id!r} is not a sycl.specialization_id")
+    from ..bundle.kernel_bundle import spec_value_bytes
+    return spec_value_bytes(spec_id, value)
 
 
 def _as_events(events) -> list:
@@ -146,8 +162,8 @@ class handler:
 
     def _launch(self, kernel, g, l, off, args, properties, what):
         q = self._queue
-        launcher = q._launcher(kernel, self._bundle, self._image_selector, self._spec,
-                               properties)
+        spec = self._spec_for_launch(kernel, args) if args else self._spec
+        launcher = q._launcher(kernel, self._bundle, self._image_selector, spec, properties)
         packer = args_mod.packer_for(launcher, _kernel_name(launcher, kernel))
         name, index_kind, dims = packer.kernel, packer.index_kind, packer.dims
         if what == "parallel_for":
@@ -178,11 +194,19 @@ class handler:
         self._set_command(STREAM, run, f"{what}({name})")
 
     # Kernel bundles and specialization constants ----------------------------------------
+    # SYCL 2020 4.9.5: values live in this handler only (a new handler per command group,
+    # so nothing leaks into another group); they are stored as the constant's bytes, so a
+    # value NumPy cannot convert fails here, synchronously, and the launcher cache keys on
+    # exactly what the kernel will see.
     def use_kernel_bundle(self, kb, image_selector=None) -> None:
         """Take this group's kernels only from ``kb`` (``image_selector`` picks an image)."""
         if self._what is not None:
             raise exception(errc.invalid, "use_kernel_bundle must come before the kernel "
                             "launch of the command group")
+        if self._spec:
+            names = ", ".join(_spec_name(k) for k in self._spec)
+            raise exception(errc.invalid, "use_kernel_bundle after set_specialization_constant "
+                            f"({names}) in the same command group (SYCL 2020 4.9.5.2)")
         ctx = getattr(kb, "get_context", lambda: None)()
         if ctx is not None and ctx is not self._queue._context and \
                 getattr(ctx, "_devices", None) is not None and \
@@ -192,35 +216,61 @@ class handler:
         self._image_selector = image_selector
 
     def set_specialization_constant(self, spec_id, value) -> None:
-        """Value of ``spec_id`` for kernels of this command group."""
-        if self._bundle is not None and hasattr(self._bundle, "state"):
-            raise exception(errc.invalid, "set_specialization_constant after "
-                            "use_kernel_bundle (SYCL 2020 4.9.4.2.3)")
+        """Value of ``spec_id`` for kernels of this command group (the last set wins)."""
+        if self._bundle is not None:
+            raise exception(errc.invalid, f"set_specialization_constant({_spec_name(spec_id)}) "
+                            "after use_kernel_bundle in the same command group "
+                            "(SYCL 2020 4.9.5.2)")
+        raw = _spec_bytes(spec_id, value)
         if self._spec is None:
             self._spec = {}
-        self._spec[spec_id] = value
+        self._spec[spec_id] = raw
 
     def get_specialization_constant(self, spec_id):
-        """The value set in this group, else the bundle's, else the default."""
-        if self._spec is not None and spec_id in self._spec:
-            return self._spec[spec_id]
-        if self._bundle is not None and hasattr(self._bundle, "get_specialization_constant"):
-            return self._bundle.get_specialization_constant(spec_id)
-        default = getattr(spec_id, "default", None)
-        dtype = getattr(spec_id, "dtype", None)
-        if dtype is not None:
-            return np.array(0 if default is None else default, dtype=dtype)[()]
-        return default
+        """The value set in this group, else the default (a NumPy value of the dtype)."""
+        if self._bundle is not None:
+            raise exception(errc.invalid, f"get_specialization_constant({_spec_name(spec_id)}) "
+                            "after use_kernel_bundle in the same command group "
+                            "(SYCL 2020 4.9.5.2)")
+        from ..bundle.kernel_bundle import spec_default_bytes, spec_value_from_bytes
+        raw = self._spec.get(spec_id) if self._spec is not None else None
+        if raw is None:
+            raw = spec_default_bytes(spec_id)
+        return spec_value_from_bytes(spec_id, raw)
 
     def set_spec_constant(self, spec_id, value) -> spec_constant:
         """Seed-2 style: set and return a placeholder to pass as an argument."""
         self.set_specialization_constant(spec_id, value)
-        return spec_constant(spec_id, value)
+        return spec_constant(spec_id, self.get_specialization_constant(spec_id))
 
     @property
     def spec_values(self) -> dict:
-        """Values set with ``set_specialization_constant`` (spec_id -> value)."""
+        """Values set with ``set_specialization_constant`` (spec_id -> value bytes)."""
         return dict(self._spec or {})
+
+    def _spec_for_launch(self, kernel, args):
+        """The group's values plus the placeholder arguments (seed 002) bound to their
+        ``@param:<kernel>:<name>`` constants."""
+        spec = self._spec
+        if not any(type(a) is spec_constant for a in args):
+            return spec
+        from ..frontend.values import placeholder_uid
+        fn = getattr(kernel, "_pysycl_kernel_id", None)
+        fn = fn.kernel if fn is not None else kernel
+        sig = fn.signature() if callable(getattr(fn, "signature", None)) else None
+        if sig is None:
+            return spec
+        user = [p for p in sig.params if p.kind not in ("index", "kernel_handler")]
+        spec = dict(spec or {})
+        for p, a in zip(user, args):
+            if p.kind == "spec_placeholder" and type(a) is spec_constant:
+                dt = np.dtype(p.dtype)
+                raw = a.raw if dt == np.dtype(getattr(a.spec_id, "dtype", dt)) else None
+                if raw is None:
+                    from ..host_objects import value_bytes
+                    raw = value_bytes(a.value, dt)
+                spec[placeholder_uid(fn.name, p.name)] = raw
+        return spec
 
     # Memory ------------------------------------------------------------------------------
     def memcpy(self, dst, src, num_bytes=None, offset=0):

@@ -41,11 +41,13 @@ _NO_CACHE = object()
 def _spec_key(spec):
     if not spec:
         return None
+    # The handler stores each value as the constant's bytes; keys are specialization_id
+    # objects (alive as long as the kernels that use them) or "@param:" strings.
     try:
-        import numpy as np
-        return tuple(sorted(((id(k), np.asarray(v).tobytes()) for k, v in spec.items())))
+        return tuple(sorted((k if isinstance(k, str) else f"#{id(k)}", bytes(v))
+                            for k, v in spec.items()))
     except Exception:
-        return _NO_CACHE  # values NumPy cannot convert: do not cache
+        return _NO_CACHE  # not bytes: do not cache
 
 
 class queue:

@@ -1,4 +1,6 @@
 """Kernels compiled by SpirvCompiler and run through OpenCLDriver, checked with NumPy."""
+import struct
+
 import numpy as np
 import pytest
 
@@ -181,13 +183,23 @@ def test_svm_fallback(device, build, compiler):
 
 
 def test_build_and_launch_errors(driver, device, queue, build, compiler):
-    with pytest.raises(exception) as info:
-        driver.load(device, b"\x03\x02\x23\x07" + b"\0" * 32, ["k"])
-    assert info.value.code() is errc.build
+    for junk, msg in [(b"\x03\x02\x23\x07" + b"\0" * 32, "zero-length instruction"),
+                      (b"not SPIR-V, not even close", "not a little-endian SPIR-V"),
+                      (struct.pack("<7I", 0x07230203, 0x10400, 0, 9, 0, (5 << 16) | 17, 6), "truncated")]:
+        with pytest.raises(exception, match=msg) as info:
+            driver.load(device, junk, ["k"])
+        assert info.value.code() is errc.build
     prg = build(VADD, ["vadd"])
     with pytest.raises(exception) as info:
         driver.launch(queue, prg, "missing", [4], None, [])
     assert info.value.code() is errc.kernel_not_supported
     with pytest.raises(exception) as info:
         driver.launch(queue, prg, "vadd", [10], [3, 7], [])
-    assert info.value.code() in (errc.nd_range, errc.kernel)
+    assert info.value.code() is errc.nd_range
+    with pytest.raises(exception) as info:
+        driver.launch(queue, prg, "vadd", [10], [3], [])       # 10 % 3 != 0
+    assert info.value.code() is errc.nd_range
+    fresh = build(VADD, ["vadd"])
+    with pytest.raises(exception) as info:
+        driver.launch(queue, fresh, "vadd", [16], [4], [])     # arguments never set
+    assert info.value.code() is errc.kernel_argument

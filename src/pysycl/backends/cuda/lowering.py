@@ -46,7 +46,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, TargetLowering, param_types
 from ...codegen import types as lt
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
-                                     lower_atomic_rmw, lower_atomic_store)
+                                     lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
 from ...codegen.rules_scalar import compare, scalar_of
 from ...errors import errc, exception
 from ...ir.core import Function, Op
@@ -99,6 +99,7 @@ class CudaLowering(TargetLowering):
             "atomic.cmpxchg": _scoped(lower_atomic_cmpxchg),
             "atomic.load": _scoped(lower_atomic_load),
             "atomic.store": _scoped(lower_atomic_store),
+            "dg.addr": _lower_dg_addr,
         })
 
     # Signatures --------------------------------------------------------------------------
@@ -188,10 +189,8 @@ class CudaLowering(TargetLowering):
     def _member_mask(self, ctx: LoweringContext) -> ll.Value:
         """The i32 lane mask of this work-item's sub-group (all 32 lanes unless partial)."""
         b = ctx.builder
-        lanes = b.trunc(self.sub_group(ctx, "local_range"), lt.I32)
-        partial = b.sub(b.shl(ll.Constant(lt.I32, 1), lanes), ll.Constant(lt.I32, 1))
-        return b.select(b.icmp_unsigned("==", lanes, ll.Constant(lt.I32, WARP)),
-                        _FULL_MASK, partial)
+        lanes = b.trunc(self.sub_group(ctx, "local_range"), lt.I32)   # 1..32
+        return b.lshr(_FULL_MASK, b.sub(ll.Constant(lt.I32, WARP), lanes))
 
     def barrier(self, ctx: LoweringContext, op: Op) -> None:
         if op.attrs["scope"] == "sub_group":
@@ -353,7 +352,14 @@ def _group_scratch(ctx) -> ll.GlobalVariable:
                               addrspace=3)
         g.linkage = "internal"
         g.align = 16
+        _make_opaque(g)
     return g
+
+
+def _make_opaque(g: ll.GlobalVariable) -> None:
+    """Type ``g``'s address as an opaque pointer: llvmlite types a global's pointer by its
+    contents and refuses to store anything else through it (LLVM 22 has only ``ptr``)."""
+    g.type = ll.PointerType(addrspace=g.addrspace)
 
 
 def _lower_group_reduce(ctx, op):
@@ -361,6 +367,14 @@ def _lower_group_reduce(ctx, op):
     if op.attrs["scope"] == "work_group":
         return ctx.lowering.work_group_reduce(ctx, op, value)
     return ctx.lowering.sub_group_reduce(ctx, op, value)
+
+
+def _lower_dg_addr(ctx, op):
+    """The shared rule, with the global's address typed opaque so stores of a field
+    through ``ptr.field`` type-check in llvmlite."""
+    g = lower_dg_addr(ctx, op)
+    _make_opaque(g)
+    return g
 
 
 def _lower_pow(ctx, op):
@@ -438,6 +452,7 @@ def _local_memory(llmodule: ll.Module) -> ll.GlobalVariable:
         g = ll.GlobalVariable(llmodule, ll.ArrayType(lt.I8, 0), LOCAL_MEMORY_SYMBOL, addrspace=3)
         g.linkage = "external"
         g.align = 16
+        _make_opaque(g)
     return g
 
 

@@ -397,6 +397,7 @@ class OpenCLDriver(Driver):
         ``spec_constants`` maps SpecId -> value bytes of the constant's exact width
         (bool: 1 byte). Build failures raise ``errc.build`` with the driver's log."""
         ctx = self._context(device, context)
+        _check_spirv(bytes(binary), kernel_names)
         try:
             prg = cl._cl._create_program_with_il(ctx, bytes(binary))
             for spec_id, value in sorted((spec_constants or {}).items()):
@@ -430,6 +431,13 @@ class OpenCLDriver(Driver):
                wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
         """Set ``args`` and enqueue. Sizes are in SYCL order (reversed here).
         ``local_mem_bytes`` is unused: OpenCL local memory comes as ``local`` args."""
+        if local_size and len(local_size) != len(global_size):
+            raise exception(errc.nd_range, f"local size {list(local_size)} and global size "
+                            f"{list(global_size)} differ in dimensions")
+        if local_size and any(int(g) % int(x) for g, x in zip(global_size, local_size)):
+            # OpenCL 2.0+ would run non-uniform work-groups; SYCL 2020 (4.9.4.2.2) forbids them.
+            raise exception(errc.nd_range, f"global size {list(global_size)} is not a multiple "
+                            f"of the local size {list(local_size)}")
         gsize = tuple(int(g) for g in reversed(global_size))
         lsize = tuple(int(x) for x in reversed(local_size)) if local_size else None
         events = [e.event for e in wait_for] or None
@@ -440,8 +448,9 @@ class OpenCLDriver(Driver):
             try:
                 ev = cl.enqueue_nd_range_kernel(stream, kernel, gsize, lsize, wait_for=events)
             except cl.Error as e:
-                code = errc.nd_range if "WORK_GROUP" in str(e) or "WORK_ITEM" in str(e) \
-                    else errc.kernel
+                text = str(e)
+                code = errc.nd_range if "WORK_GROUP" in text or "WORK_ITEM" in text \
+                    else errc.kernel_argument if "KERNEL_ARGS" in text else errc.kernel
                 raise exception(code, f"launching {kernel_name} with global {list(global_size)}"
                                 f", local {local_size}: {e}") from None
         return OpenCLEvent(ev)
@@ -548,6 +557,26 @@ def _address(buf, offset: int, nbytes: int) -> tuple[int, Any]:
         return buf.ptr + offset, None
     arr = _host_bytes(buf, offset, nbytes)
     return arr.ctypes.data, arr
+
+
+def _check_spirv(binary: bytes, kernel_names) -> None:
+    """Reject a malformed module before the driver sees it: Intel's CPU runtime 2026.2
+    hangs in clBuildProgram on a valid header followed by zero words (observed), so
+    walk the instruction word counts (about 1 ms for 10k instructions)."""
+    import struct
+    what = f"the SPIR-V module for {', '.join(kernel_names)}"
+    if len(binary) < 24 or len(binary) % 4 or binary[:4] != b"\x03\x02\x23\x07":
+        raise exception(errc.build, f"{what} is not a little-endian SPIR-V binary")
+    words = struct.unpack(f"<{len(binary) // 4}I", binary)
+    pos = 5
+    while pos < len(words):
+        count = words[pos] >> 16
+        if count == 0:
+            raise exception(errc.build, f"{what} is malformed (zero-length instruction "
+                            f"at word {pos})")
+        pos += count
+    if pos != len(words) or words[3] == 0:
+        raise exception(errc.build, f"{what} is malformed (truncated instruction stream)")
 
 
 def _build_log(prg, device: DeviceDescription) -> str:

@@ -69,3 +69,11 @@ def target_for_il_version(il_version: str) -> Target | None:
 
 
 SPIRV64 = spirv_target()
+
+
+def target_for_name(name: str) -> Target | None:
+    """``"spirv64"`` or ``"spirv64v1.2"`` -> its Target (what ``registry.get_target`` asks)."""
+    if name == SPIRV64.name:
+        return SPIRV64
+    m = re.fullmatch(r"spirv64v(\d+)\.(\d+)", name)
+    return spirv_target((int(m.group(1)), int(m.group(2)))) if m else None
