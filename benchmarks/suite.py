@@ -124,6 +124,21 @@ def fir(report: Report, q, n: int, taps_counts=(7, 16, 33), opencl_ctx=None) -> 
                    rtol=1e-3, atol=1e-3)
         report.run(wl, dev, "pysycl (runtime arg)", run_args, expected, is_pysycl=True,
                    rtol=1e-3, atol=1e-3)
+        kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
+                                    devices=[q.get_device()],
+                                    kernel_ids=[sycl.get_kernel_id(K.fir_spec)])
+        kb.set_specialization_constant(K.ntaps_id, np.int32(ntaps))
+        emulated = sycl.build(kb, properties=sycl.properties(
+            sycl.spec_constant_lowering("emulated")))
+
+        def run_emulated():
+            def cgf(cgh):
+                cgh.use_kernel_bundle(emulated)
+                cgh.parallel_for(sycl.range(n), K.fir_spec, dx, dt, dy)
+            q.submit(cgf).wait()
+            return np.asarray(dy)
+        report.run(wl, dev, "pysycl (emulated spec const)", run_emulated, expected,
+                   is_pysycl=True, rtol=1e-3, atol=1e-3)
         if peers_numba.available():
             ny = np.empty(n, np.float32)
             report.run(wl, dev, "numba parallel",

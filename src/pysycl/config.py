@@ -72,6 +72,12 @@ def spirv_tools_dir() -> str | None:
     return os.environ.get("PYSYCL_SPIRV_TOOLS") or None
 
 
+def spirv_validate() -> bool:
+    """``PYSYCL_SPIRV_VALIDATE=1``: run ``spirv-val`` on every SPIR-V module compiled
+    (tests and debugging; a rejection is ``errc.build``)."""
+    return os.environ.get("PYSYCL_SPIRV_VALIDATE", "0") not in ("0", "false", "off", "no", "")
+
+
 def cuda_home() -> str | None:
     """Root of a CUDA toolkit (``CUDA_HOME``, else ``CUDA_PATH``), where libdevice may be."""
     return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or None

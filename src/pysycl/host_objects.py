@@ -124,6 +124,18 @@ class device_global(_Identifiable):
     def nbytes(self) -> int:
         return self.dtype.itemsize
 
+    @property
+    def element_dtype(self) -> np.dtype:
+        """The element type of ``copy`` (``T`` for an array ``T[n]``, else the dtype)."""
+        sub = self.dtype.subdtype
+        return sub[0] if sub is not None else self.dtype
+
+    def __pysycl_memory__(self, queue):
+        """``(memory, offset, nbytes, dtype)`` for ``runtime.memops``: the memory is this
+        variable's instance on the queue's device (``bundle.device_globals``)."""
+        from .bundle.device_globals import instance_of
+        return instance_of(self, queue._device), 0, self.nbytes, self.element_dtype
+
     def _kernel_only(self, what):
         raise exception(errc.invalid, f"device_global {what} is only available inside kernels; "
                                       "on the host use q.copy / q.memcpy")

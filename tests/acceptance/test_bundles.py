@@ -73,7 +73,7 @@ SCRIPT = textwrap.dedent("""
             cgh.use_kernel_bundle(exe)
             cgh.parallel_for(sycl.range(4), use_ext.apply, out)
         q.submit(cgf).wait()
-        print(list(np.asarray(out)), stats.codegen_count)
+        print(np.asarray(out).tolist(), stats.codegen_count)
 """)
 
 

@@ -493,3 +493,11 @@ def test_compat_program(queue):
         assert list(np.asarray(out)) == [9 * i for i in range(n)]
     finally:
         sycl.free(out, queue)
+    assert program.has_kernel(scaled_fill)
+    n = 8
+    out = sycl.malloc_shared(n, np.int32, queue)
+    try:
+        queue.submit(lambda cgh: cgh.parallel_for(sycl.range(n), k, out)).wait()
+        assert list(np.asarray(out)) == [9 * i for i in range(n)]
+    finally:
+        sycl.free(out, queue)

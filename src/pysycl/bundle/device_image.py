@@ -15,6 +15,7 @@ the devices it was built for; the device's driver loads it lazily, once per devi
 from __future__ import annotations
 
 import enum
+import inspect
 import threading
 from typing import Any, Iterable
 
@@ -176,8 +177,12 @@ class device_image:
                     raise exception(errc.invalid, "only executable images can be loaded")
                 driver = toolchain.driver_for(device)
                 stats.bump("load_count")
+                kw = {}
+                uids = list(self._registry.get(ps.DEVICE_GLOBALS, {}))
+                if uids and "device_global_ids" in inspect.signature(driver.load).parameters:
+                    kw["device_global_ids"] = uids   # native CPU: export their symbols
                 prog = driver.load(toolchain.device_description(device), self._binary,
-                                   self.kernel_names, native_values or None)
+                                   self.kernel_names, native_values or None, **kw)
                 self._programs[key] = prog
         return prog
 

@@ -26,7 +26,7 @@ from ..backends.base import KernelArg, KernelArgKind
 from ..errors import errc, exception
 from ..ir.core import Function
 from ..ir.types import IndexSpaceType
-from . import stats, toolchain
+from . import device_globals, stats, toolchain
 from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle, kernel_object, spec_uid, spec_value_bytes
 from .kernel_id import get_kernel_id, kernel_id
@@ -118,7 +118,13 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
         image = image_selector(images) if image_selector is not None else images[0]
         if not isinstance(image, device_image) or image not in images:
             raise exception(errc.invalid, "the image selector must return one of the images")
+        params = {k: v for k, v in values.items() if k.startswith("@param:")}
         values = bundle.spec_values
+        if params:  # seed-002 placeholders passed to a bundle's kernel: bind them too
+            values.update(params)
+            lk = getattr(image, "_linked", None)
+            if image.spec_constant_lowering == "literal" and lk is not None:
+                image = build_executable(lk, image.get_devices(), "literal", values)
     else:
         if kid.kernel is None:
             raise exception(errc.kernel_not_supported,
@@ -126,12 +132,58 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
         lk = default_linked_kernel(kid)
         fn = lk.module.function(lk.name)
         if not kernel_compatible(fn, device):
+            why = unsupported_reason(fn.properties, device)
             raise exception(errc.kernel_not_supported,
+                            f"kernel {kid.get_name()} cannot run: {why}" if why else
                             f"kernel {kid.get_name()} uses optional features that device "
                             f"{getattr(device, 'name', device)!r} does not support")
         image = build_executable(lk, [device], lowering_from_properties(launch_properties),
                                  values)
-    return Launcher(kid, image, device, values)
+    launcher = Launcher(kid, image, device, values)
+    if launch_properties is not None:
+        launcher.apply_launch_properties(launch_properties)
+    return launcher
+
+
+# Kernel properties at submit (SYCL 2020 5.8.1, sycl_ext_oneapi_kernel_properties) -------
+def _sycl_range(sizes) -> str:
+    """DPC++'s range text: 3 values, padded with leading 1s, SYCL order."""
+    vals = [1] * (3 - len(sizes)) + [int(x) for x in sizes]
+    return "{" + ", ".join(str(v) for v in vals) + "}"
+
+
+def unsupported_reason(props: Mapping[str, str], device) -> str | None:
+    """Why a kernel with meta ``props`` cannot run on ``device`` (None: it can)."""
+    from ..properties.aspects import aspect
+    name = getattr(device, "name", device)
+    for a in _ints(props.get("sycl-device-has")) or ():
+        try:
+            label = aspect(a).name
+            ok = toolchain.device_has(device, aspect(a))
+        except ValueError:
+            label, ok = str(a), False
+        if not ok:
+            return f"it requires aspect {label} (device_has), which device {name!r} lacks"
+    wg = _ints(props.get("sycl-work-group-size"))
+    if wg:
+        max_items = toolchain.device_info(device, "max_work_item_sizes")
+        max_wg = toolchain.device_info(device, "max_work_group_size")
+        total = 1
+        for x in wg:
+            total *= x
+        lim = list(max_items or ())[len(max_items or ()) - len(wg):]
+        if (len(lim) == len(wg) and any(x > m for x, m in zip(wg, lim))) or \
+                (max_wg is not None and total > max_wg):
+            return (f"its required work-group size {_sycl_range(wg)} exceeds the limits of "
+                    f"device {name!r} (max_work_group_size {max_wg}, max_work_item_sizes "
+                    f"{tuple(max_items or ())})")
+    sg = _ints(props.get("sycl-sub-group-size"))
+    if sg:
+        sizes = toolchain.device_info(device, "sub_group_sizes")
+        if sizes is not None and sg[0] not in tuple(sizes):
+            return (f"its required sub-group size {sg[0]} is not one of the sub-group sizes "
+                    f"{tuple(sizes)} of device {name!r}")
+    return None
 
 
 def _ints(text: str | None):
@@ -178,8 +230,73 @@ class Launcher:
         params = inspect.signature(self._driver.launch).parameters
         self._offset_kw = "offset" if "offset" in params else None
         self._spec_mem = None
+        self._spec_kernel_arg = None
         self._spec_lock = threading.Lock()
         self._program = None
+        # device_global instances of this device (device_globals.py): synchronised
+        # before each launch, or (device_image_scope) given the host's value at load.
+        self._dg_launch, self._dg_load = device_globals.launch_hooks(image, device)
+        device_globals.register_module_objects(getattr(kid.kernel, "module_name", None))
+
+    def apply_launch_properties(self, launch_properties) -> None:
+        """Kernel properties given at launch: combined with the kernel's own (a
+        different value is ``errc.invalid``), then checked against the device
+        (``errc.kernel_not_supported``)."""
+        from ..properties import as_properties
+        extra = {p.meta_name: p.meta_value for p in as_properties(launch_properties)
+                 if p.meta_name is not None and getattr(p, "category", None) == "kernel"}
+        if not extra:
+            return
+        props = dict(self.properties)
+        for k, v in extra.items():
+            if k in props and props[k] != v:
+                raise exception(errc.invalid, f"kernel {self.kernel_id.get_name()}: launch "
+                                f"property {k}={v!r} conflicts with the kernel's own "
+                                f"{k}={props[k]!r}")
+            props[k] = v
+        why = unsupported_reason(props, self.device)
+        if why is not None:
+            raise exception(errc.kernel_not_supported,
+                            f"kernel {self.kernel_id.get_name()} cannot run: {why}")
+        self.properties = props
+        self.reqd_work_group_size = _ints(props.get("sycl-work-group-size"))
+        self.work_group_size_hint = _ints(props.get("sycl-work-group-size-hint"))
+        self.max_work_group_size = _ints(props.get("sycl-max-work-group-size"))
+        mlin = _ints(props.get("sycl-max-linear-work-group-size"))
+        self.max_linear_work_group_size = mlin[0] if mlin else None
+        sg = _ints(props.get("sycl-sub-group-size"))
+        self.sub_group_size = sg[0] if sg else None
+
+    def check_nd_range(self, global_size, local_size):
+        """``errc.nd_range`` for a local size the kernel's properties forbid; returns the
+        local size to launch with (a range launch of a kernel with a required
+        work-group size uses that size when it tiles the global range)."""
+        reqd = self.reqd_work_group_size
+        if local_size is None:
+            if reqd and len(reqd) == len(global_size) and \
+                    all(g % r == 0 for g, r in zip(global_size, reqd)):
+                return tuple(reqd)
+            return None
+        local = tuple(int(x) for x in local_size)
+        if reqd and tuple(reqd) != local:
+            raise exception(errc.nd_range, f"The specified local size {_sycl_range(local)} "
+                            "doesn't match the required work-group size specified in the "
+                            f"program source {_sycl_range(reqd)}")
+        total = 1
+        for x in local:
+            total *= x
+        mlin = self.max_linear_work_group_size
+        if mlin is not None and total > mlin:
+            raise exception(errc.nd_range, "The total number of work-items in the work-group "
+                            f"({total}) exceeds the maximum specified in the program source "
+                            f"({mlin})")
+        mwg = self.max_work_group_size
+        if mwg:
+            if len(mwg) != len(local) or any(l > m for l, m in zip(local, mwg)):
+                raise exception(errc.nd_range, f"The specified local size {_sycl_range(local)}"
+                                " exceeds the maximum work-group size specified in the "
+                                f"program source {_sycl_range(mwg)}")
+        return local
 
     @staticmethod
     def _signature(kid: kernel_id, fn: Function):
@@ -196,40 +313,54 @@ class Launcher:
     def program(self):
         """The loaded program (through the device's driver, once, lazily)."""
         if self._program is None:
-            self._program = self.image.program(self.device, self._native_values)
+            prog = self.image.program(self.device, self._native_values)
+            for inst in self._dg_load:
+                inst.program_loaded(prog, self._driver)
+            self._program = prog
         return self._program
 
     def _spec_arg(self, stream) -> KernelArg:
-        if self._spec_mem is None:
-            with self._spec_lock:
-                if self._spec_mem is None:
-                    desc = toolchain.device_description(self.device)
-                    data = self.spec_buffer or bytes(8)
-                    mem = self._driver.alloc(desc, len(data), "device")
-                    token = self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data))
-                    wait = getattr(token, "wait", None)
-                    if callable(wait):
-                        wait()
-                    else:
-                        self._driver.synchronize(stream)
-                    self._spec_mem = mem
-        return KernelArg(KernelArgKind.mem, self._spec_mem)
+        arg = self._spec_kernel_arg
+        if arg is not None:
+            return arg
+        with self._spec_lock:
+            if self._spec_mem is None:
+                desc = toolchain.device_description(self.device)
+                data = self.spec_buffer or bytes(8)
+                mem = self._driver.alloc(desc, len(data), "device")
+                token = self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data))
+                wait = getattr(token, "wait", None)
+                if callable(wait):
+                    wait()
+                else:
+                    self._driver.synchronize(stream)
+                self._spec_mem = mem
+            self._spec_kernel_arg = KernelArg(KernelArgKind.mem, self._spec_mem)
+        return self._spec_kernel_arg
 
     def launch(self, stream, global_size: Sequence[int], local_size: Sequence[int] | None,
                offset: Sequence[int] | None, kernel_args: Sequence[KernelArg],
                local_mem_bytes: int = 0) -> Any:
         """Enqueue one launch; ``kernel_args`` are the packed user arguments, the
         implicit spec-constant buffer is appended here."""
-        args = list(kernel_args) + [self._spec_arg(stream)]
-        kw = {}
+        args = [*kernel_args, self._spec_kernel_arg or self._spec_arg(stream)]
+        if type(global_size) is not tuple:
+            global_size = tuple(global_size)
+        if local_size is not None and type(local_size) is not tuple:
+            local_size = tuple(local_size)
+        program = self._program or self.program
+        if self._dg_launch:
+            for inst in self._dg_launch:
+                inst.before_launch(program, self._driver, stream)
         if offset is not None and any(offset):
             if self._offset_kw is None:
                 raise exception(errc.feature_not_supported,
                                 "this device's driver takes no global offset")
-            kw[self._offset_kw] = tuple(offset)
-        return self._driver.launch(stream, self.program, self.kernel_name, tuple(global_size),
-                                   None if local_size is None else tuple(local_size), args,
-                                   local_mem_bytes, **kw)
+            return self._driver.launch(stream, program, self.kernel_name, global_size,
+                                       local_size, args, local_mem_bytes,
+                                       **{self._offset_kw: tuple(offset)})
+        return self._driver.launch(stream, program, self.kernel_name, global_size,
+                                   local_size, args, local_mem_bytes)
 
     def __repr__(self) -> str:
         return f"<Launcher {self.kernel_name} on {getattr(self.device, 'name', self.device)}>"

@@ -10,6 +10,7 @@ LLVM. Backends are reached only through ``backends.registry``.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
@@ -256,6 +257,7 @@ def disassemble(target, binary: bytes) -> str:
         return f"; no disassembly: {e}"
 
 
+@functools.lru_cache(maxsize=None)
 def llvm_version() -> str:
     try:
         import llvmlite.binding as llvm
@@ -264,6 +266,7 @@ def llvm_version() -> str:
         return "unknown"
 
 
+@functools.lru_cache(maxsize=None)
 def host_cpu() -> str:
     """Host CPU name and features (native code is only valid on the same CPU)."""
     try:
@@ -273,7 +276,13 @@ def host_cpu() -> str:
         return platform.machine()
 
 
+@functools.lru_cache(maxsize=None)
 def pysycl_version() -> str:
+    # The package's own constant: importlib.metadata costs ~100 ms to import, on the
+    # path of every disk-cache hit (the value is the same: pyproject's version).
+    from .. import __version__
+    if __version__:
+        return __version__
     try:
         from importlib.metadata import version
         return version("pysycl")

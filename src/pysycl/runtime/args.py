@@ -238,7 +238,15 @@ def _pointer_packer(p, kernel):
     def pack(value, out, cgh, keep):
         dev = cgh._queue._device
         if type(value) is usm_array and value.device is dev and value.ptr:
-            mem, have = value._alloc, value.dtype   # the common case, checked cheaply
+            have = value.dtype   # the common case, checked cheaply
+            if have is not dt and dt is not None and have != dt and have.itemsize \
+                    and dt.kind != "V":
+                raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
+            karg = value._karg   # made once per array; refers to nothing more than it
+            if karg is None:
+                karg = value._karg = KernelArg(_MEM, value._alloc)
+            out.append(karg)
+            return
         else:
             mem, have = pointer_of(value, dev, kernel, p.name, keep)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":

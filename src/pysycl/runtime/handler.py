@@ -173,6 +173,9 @@ class handler:
             if dims and dims != len(g):
                 raise exception(errc.nd_range, f"kernel {name} is {dims}-D but the range "
                                 f"{g} is {len(g)}-D")
+        check = getattr(launcher, "check_nd_range", None)   # kernel properties (5.8.1)
+        if check is not None:
+            l = check(g, l)
         args_mod.check_launch(q._desc, g, l, name)
         keep = []
         packed, local_bytes = packer.pack(args, self, keep)
@@ -207,11 +210,14 @@ class handler:
             names = ", ".join(_spec_name(k) for k in self._spec)
             raise exception(errc.invalid, "use_kernel_bundle after set_specialization_constant "
                             f"({names}) in the same command group (SYCL 2020 4.9.5.2)")
-        ctx = getattr(kb, "get_context", lambda: None)()
-        if ctx is not None and ctx is not self._queue._context and \
-                getattr(ctx, "_devices", None) is not None and \
-                self._queue._device not in ctx._devices:
-            raise exception(errc.invalid, "the kernel bundle's context is not the queue's")
+        state = getattr(kb, "state", None)
+        if state is None or getattr(state, "name", None) != "executable":
+            raise exception(errc.invalid, "use_kernel_bundle needs an executable "
+                            f"kernel_bundle, got {kb!r} (SYCL 2020 4.9.4.4)")
+        ctx = kb.get_context()
+        if ctx is not None and ctx != self._queue._context:
+            raise exception(errc.invalid, "use_kernel_bundle: the kernel bundle's context is "
+                            "not the queue's (SYCL 2020 4.9.4.4)")
         self._bundle = kb
         self._image_selector = image_selector
 
@@ -276,12 +282,12 @@ class handler:
     def memcpy(self, dst, src, num_bytes=None, offset=0):
         """Copy ``num_bytes`` (default: all of the smaller side) from ``src`` to ``dst``."""
         from . import memops
-        memops.memcpy(self, dst, src, num_bytes)
+        memops.memcpy(self, dst, src, num_bytes, offset)
 
     def copy(self, src, dst, count=None, start_index=0):
         """Copy ``count`` elements (default: all) from ``src`` to ``dst``."""
         from . import memops
-        memops.copy(self, src, dst, count)
+        memops.copy(self, src, dst, count, start_index)
 
     def fill(self, dst, value, count=None):
         """Set ``count`` elements (default: all) of ``dst`` to ``value``."""

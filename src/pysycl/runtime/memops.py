@@ -60,9 +60,86 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         return side
     hook = getattr(obj, "__pysycl_memory__", None)  # e.g. device globals (bundle layer)
     if hook is not None:
-        return _Side(*hook(q), None)
+        side = _Side(*hook(q), None)
+        if _is_dg(side):
+            side.acc = obj
+            _check_host_access(obj, write)
+            side.mem.check_host_copy()
+        return side
     raise exception(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
                     "(expected sycl.usm_array, an accessor or a host array)")
+
+
+def _is_dg(side: _Side) -> bool:
+    return hasattr(side.mem, "host_read") and hasattr(side.mem, "host_write")
+
+
+def _check_host_access(dg, write: bool) -> None:
+    """``host_access`` (ext device_global): ``read`` forbids copies to the variable,
+    ``write`` copies from it, ``none`` both."""
+    from ..properties import host_access
+    props = getattr(dg, "properties", None)
+    if props is None or not props.has_property(host_access):
+        return
+    mode = props.get_property(host_access).value.name
+    if mode == "none" or (write and mode == "read") or (not write and mode == "write"):
+        raise exception(errc.invalid, f"{'copy to' if write else 'copy from'} "
+                        f"device_global {dg.unique_id} is not allowed: it has "
+                        f"host_access({mode})")
+
+
+def _dg_range(side: _Side, offset: int, n: int | None, unit: int, what: str) -> int:
+    """Check ``[offset, offset + n)`` bytes lie in the variable; ``n`` None: to the end."""
+    if offset < 0 or offset > side.nbytes:
+        raise exception(errc.invalid, f"{what}: offset {offset // unit} is outside "
+                        f"device_global {side.acc.unique_id} of {side.nbytes // unit} "
+                        "elements" if unit > 1 else
+                        f"{what}: offset {offset} is outside device_global "
+                        f"{side.acc.unique_id} of {side.nbytes} bytes")
+    if n is None:
+        n = side.nbytes - offset
+    if n < 0 or offset + n > side.nbytes:
+        raise exception(errc.invalid, f"{what}: {n // unit} {'elements' if unit > 1 else 'bytes'}"
+                        f" from {offset // unit} run past the end of device_global "
+                        f"{side.acc.unique_id} ({side.nbytes // unit})")
+    side.offset = offset
+    return n
+
+
+def _submit_dg_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
+    """A copy with a device_global on one side, staged through host bytes when the
+    command runs (the instance decides then which program's global holds the value)."""
+    q = cgh._queue
+    driver, stream = q._driver, q._stream
+    if _is_dg(dst):
+        inst, off = dst.mem, dst.offset
+
+        def run():
+            if isinstance(src.acc, np.ndarray) or isinstance(src.mem, memoryview):
+                data = _host_bytes(src, nbytes)
+            else:
+                staging = bytearray(nbytes)
+                smem = _resolve(q, src, stream, False)
+                tok = driver.copy(stream, memoryview(staging), 0, smem, src.offset, nbytes)
+                getattr(tok, "wait", lambda: None)()
+                data = staging
+            inst.host_write(stream, off, data)
+            return None
+    else:
+        inst, off = src.mem, src.offset
+
+        def run():
+            data = inst.host_read(stream, off, nbytes)
+            dmem = _resolve(q, dst, stream, True)
+            return driver.copy(stream, dmem, dst.offset, memoryview(bytearray(data)), 0, nbytes)
+    cgh._set_command(STREAM, run, what)
+
+
+def _host_bytes(side: _Side, nbytes: int):
+    arr = side.acc if isinstance(side.acc, np.ndarray) else None
+    if arr is not None:
+        return memoryview(arr.reshape(-1).view(np.uint8))[side.offset:side.offset + nbytes]
+    return memoryview(side.mem).cast("B")[side.offset:side.offset + nbytes]
 
 
 def _resolve(q, side: _Side, stream, write: bool):
@@ -91,9 +168,22 @@ def _submit_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
     cgh._set_command(STREAM, run, what)
 
 
-def memcpy(cgh, dst, src, num_bytes=None) -> None:
+def memcpy(cgh, dst, src, num_bytes=None, offset=0) -> None:
     d = _side(cgh, dst, "memcpy destination", True)
     s = _side(cgh, src, "memcpy source", False)
+    if _is_dg(d) or _is_dg(s):
+        if _is_dg(d) and _is_dg(s):
+            raise exception(errc.invalid, "memcpy between two device_globals")
+        g, h = (d, s) if _is_dg(d) else (s, d)
+        n = _dg_range(g, int(offset), None if num_bytes is None and g is s else
+                      (h.nbytes if num_bytes is None else int(num_bytes)), 1, "memcpy")
+        if n > h.nbytes:
+            raise exception(errc.invalid, f"memcpy of {n} bytes: the other side has "
+                            f"{h.nbytes}")
+        _submit_dg_copy(cgh, d, s, n, "memcpy")
+        return
+    if offset:
+        raise exception(errc.invalid, "memcpy: offset applies to a device_global side only")
     n = s.nbytes if num_bytes is None else int(num_bytes)
     if n < 0 or n > s.nbytes or n > d.nbytes:
         raise exception(errc.invalid, f"memcpy of {n} bytes: source has {s.nbytes}, "
@@ -101,9 +191,29 @@ def memcpy(cgh, dst, src, num_bytes=None) -> None:
     _submit_copy(cgh, d, s, n, "memcpy")
 
 
-def copy(cgh, src, dst, count=None) -> None:
+def copy(cgh, src, dst, count=None, start_index=0) -> None:
     s = _side(cgh, src, "copy source", False)
     d = _side(cgh, dst, "copy destination", True)
+    if _is_dg(d) or _is_dg(s):
+        if _is_dg(d) and _is_dg(s):
+            raise exception(errc.invalid, "copy between two device_globals")
+        g, h = (d, s) if _is_dg(d) else (s, d)
+        item = g.dtype.itemsize
+        if h.dtype is not None and h.dtype.itemsize != item and h.dtype != np.uint8:
+            raise exception(errc.invalid, f"copy between {h.dtype} and device_global "
+                            f"elements of {g.dtype}: element sizes differ")
+        if count is None:
+            want = None if g is s else h.nbytes
+        else:
+            want = int(count) * item
+        n = _dg_range(g, int(start_index) * item, want, item, "copy")
+        if n > h.nbytes:
+            raise exception(errc.invalid, f"copy of {n // item} elements: the other side has "
+                            f"{h.nbytes // item}")
+        _submit_dg_copy(cgh, d, s, n, "copy")
+        return
+    if start_index:
+        raise exception(errc.invalid, "copy: start_index applies to a device_global side only")
     if s.dtype is not None and d.dtype is not None and s.dtype.itemsize != d.dtype.itemsize \
             and s.dtype != np.uint8 and d.dtype != np.uint8:
         raise exception(errc.invalid, f"copy from {s.dtype} to {d.dtype}: element sizes differ")

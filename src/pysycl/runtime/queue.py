@@ -20,8 +20,9 @@ import threading
 from ..errors import errc, exception
 from .context import context as context_cls
 from .device import device as device_cls
-from .event import BARRIER, STREAM, event, new_event
+from .event import BARRIER, STREAM, _token_done, complete, event, new_event, set_token
 from .handler import handler
+from .ranges import nd_range as nd_range_cls
 from .scheduler import enqueue
 
 _launch_module = None
@@ -92,6 +93,9 @@ class queue:
         self._last = None
         self._outstanding: list = []
         self._launchers: dict = {}
+        # kernel -> _FastLaunch (or False): the shortcut parallel_for / single_task of an
+        # already-built kernel with no depends_on / properties, see _FastLaunch.
+        self._fast: dict = {}
 
     def _create_stream(self):
         kwargs = {}
@@ -179,14 +183,57 @@ class queue:
 
     def parallel_for(self, range_or_nd_range, kernel, *args, depends_on=None,
                      properties=None) -> event:
+        if depends_on is None and properties is None:
+            try:
+                fast = self._fast.get(kernel)
+            except TypeError:
+                fast = False
+            if fast:
+                ev = fast.parallel_for(range_or_nd_range, args)
+                if ev is not None:
+                    return ev
         cgh = self._shortcut(depends_on)
         cgh.parallel_for(range_or_nd_range, kernel, *args, properties=properties)
-        return self._enqueue(cgh)
+        ev = self._enqueue(cgh)
+        if depends_on is None and properties is None:
+            self._fast_setup(kernel)
+        return ev
 
     def single_task(self, kernel, *args, depends_on=None, properties=None) -> event:
+        if depends_on is None and properties is None:
+            try:
+                fast = self._fast.get(kernel)
+            except TypeError:
+                fast = False
+            if fast:
+                ev = fast.single_task(args)
+                if ev is not None:
+                    return ev
         cgh = self._shortcut(depends_on)
         cgh.single_task(kernel, *args, properties=properties)
-        return self._enqueue(cgh)
+        ev = self._enqueue(cgh)
+        if depends_on is None and properties is None:
+            self._fast_setup(kernel)
+        return ev
+
+    def _fast_setup(self, kernel) -> None:
+        try:
+            if kernel in self._fast:
+                return
+        except TypeError:
+            return
+        fast = False
+        if not self._profiling:
+            try:
+                launcher = self._launcher(kernel, None, None, None, None)
+                # Work-group size properties are checked per launch (handler._launch).
+                if not any(getattr(launcher, a, None) for a in (
+                        "reqd_work_group_size", "max_work_group_size",
+                        "max_linear_work_group_size")):
+                    fast = _FastLaunch(self, kernel, launcher)
+            except Exception:  # noqa: BLE001 - the general path keeps working
+                fast = False
+        self._fast[kernel] = fast
 
     def memcpy(self, dst, src, num_bytes=None, *, depends_on=None, **kw) -> event:
         cgh = self._shortcut(depends_on)
@@ -266,3 +313,103 @@ class queue:
     def __repr__(self):
         return (f"<sycl.queue on {self._device!r}"
                 f"{' in_order' if self._in_order else ''}>")
+
+
+class _FastLaunch:
+    """``q.parallel_for(range, kernel, *args)`` of a kernel this queue already launched:
+    the launcher, packer and checks are looked up once, the command is issued without a
+    handler or closure, and a launch that finished before the driver returned (native
+    CPU) gets an already-complete event. Anything unusual (an nd_range launch of a
+    non-nd_item kernel, a dimension mismatch, a pending in-order predecessor) returns
+    None and takes the general path, which raises the same errors."""
+
+    __slots__ = ("q", "launcher", "packer", "cgh", "index_kind", "dims", "stream",
+                 "local_limit", "desc")
+
+    def __init__(self, q, kernel, launcher):
+        from . import args as args_mod
+        from .handler import _kernel_name
+        self.q = q
+        self.launcher = launcher
+        self.packer = args_mod.packer_for(launcher, _kernel_name(launcher, kernel))
+        self.cgh = handler(q)   # packers read cgh._queue; never holds a command
+        self.index_kind = self.packer.index_kind
+        self.dims = self.packer.dims
+        self.stream = q._stream
+        self.desc = q._desc
+        self.local_limit = q._desc.local_mem_size
+
+    def parallel_for(self, r, args):
+        t = type(r)
+        if t is int:
+            if r < 0:
+                return None
+            g, l, off = (r,), None, (0,)
+        elif t is nd_range_cls:
+            g = tuple(r.global_range)
+            l = tuple(r.local_range)
+            off = tuple(r.offset)
+            from .args import check_launch
+            check_launch(self.desc, g, l, self.packer.kernel)
+        elif isinstance(r, tuple):
+            for v in r:
+                if type(v) is not int or v < 0:
+                    return None
+            g, l, off = r, None, _ZERO_OFFSETS.get(len(r))
+        else:
+            return None
+        if l is None and self.index_kind == "nd_item":
+            return None
+        dims = self.dims
+        if dims and dims != len(g):
+            return None
+        return self._issue(g, l, off, args)
+
+    def single_task(self, args):
+        return self._issue((1,), (1,), (0,), args)
+
+    def _issue(self, g, l, off, args):
+        q = self.q
+        if q._in_order:
+            last = q._last
+            if last is not None and not last._done:
+                return None
+        keep: list = []
+        packed, local_bytes = self.packer.pack(args, self.cgh, keep)
+        if local_bytes > self.local_limit:
+            return None
+        try:
+            tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
+        except BaseException as e:  # noqa: BLE001 - asynchronous, as on the general path
+            ev = new_event(q, STREAM, None)
+            ev._started = True
+            complete(ev, e)
+            return self._track(q, ev)
+        if tok is None or _token_done(tok):
+            ev = event()
+            ev._queue = q
+            ev._kind = STREAM
+            if q._in_order:
+                q._last = ev
+            return ev
+        ev = new_event(q, STREAM, None)
+        ev._started = True
+        if keep:
+            ev._run = keep.__len__   # holds interop objects until the command completes
+        set_token(ev, tok)
+        return self._track(q, ev)
+
+    @staticmethod
+    def _track(q, ev):
+        if q._in_order:
+            with q._lock:
+                q._last = ev
+        else:
+            out = q._outstanding
+            out.append(ev)
+            if len(out) > 256:
+                q._outstanding = [e for e in out if not e._done]
+        return ev
+
+
+_ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}

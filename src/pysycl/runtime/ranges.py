@@ -40,6 +40,10 @@ class _Index(tuple):
     _kind = "range"
 
     def __new__(cls, *dims):
+        if len(dims) == 1:  # the common 1-D case, checked inline
+            d = dims[0]
+            if type(d) is int and d >= 0:
+                return tuple.__new__(cls, dims)
         return tuple.__new__(cls, _dims(cls._kind, dims))
 
     def dimensions(self) -> int:

@@ -53,7 +53,7 @@ class usm_array:
     """Typed USM memory; ``shape``, ``dtype``, ``nbytes``, ``ptr``, ``usm_type``, ``device``."""
 
     __slots__ = ("_alloc", "_driver", "_context", "shape", "dtype", "nbytes", "ptr",
-                 "usm_type", "device", "_host", "__weakref__")
+                 "usm_type", "device", "_host", "_karg", "__weakref__")
 
     def __init__(self, *_a, **_k):
         raise exception(errc.invalid, "use sycl.malloc_device/malloc_shared/malloc_host")
@@ -78,6 +78,7 @@ class usm_array:
         a.usm_type = usm_type
         a.device = dev
         a._host = usm_type != "device" or bool(desc.extra.get("host_accessible"))
+        a._karg = None   # the KernelArg of this memory, made by the first launch
         return a
 
     # Shape -----------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import struct
 import numpy as np
 import pytest
 
+import pysycl as sycl
+
 from pysycl.backends.base import KernelArg, KernelArgKind
 from pysycl.backends.cuda.compiler import compile_ptx, find_libdevice
 from pysycl.backends.cuda.lowering import CudaLowering
@@ -298,18 +300,18 @@ def test_registry_finds_the_cuda_lowering_and_target():
     assert type(registry.get_lowering("native_cpu")).__name__ == "NativeCpuLowering"
 
 
+@sycl.kernel(name="cuda_codegen_saxpy")
+def saxpy(it: sycl.item[1], a: np.float32, x: sycl.global_ptr[np.float32],
+          y: sycl.global_ptr[np.float32]):
+    i = it.get_id(0)
+    y[i] = a * x[i] + np.sin(y[i])
+
+
 def test_frontend_kernel_through_the_toolchain():
-    import pysycl as sycl
     from pysycl.bundle import toolchain
     from pysycl.bundle.kernel_id import get_kernel_id
     from pysycl.bundle.linker import default_linked_kernel
     from pysycl.passes.spec_constants import lower_spec_constants
-
-    @sycl.kernel(name="cuda_codegen_saxpy")
-    def saxpy(it: sycl.item[1], a: np.float32, x: sycl.global_ptr[np.float32],
-              y: sycl.global_ptr[np.float32]):
-        i = it.get_id(0)
-        y[i] = a * x[i] + np.sin(y[i])
 
     lk = default_linked_kernel(get_kernel_id(saxpy))
     module = toolchain.clone(lk.module)
@@ -431,16 +433,15 @@ def test_gpu_float32_math_matches_numpy(gpu):
     np.testing.assert_allclose(gpu.back(out), expect, rtol=2e-6, atol=2e-6)
 
 
+@sycl.kernel(name="cuda_e2e_axpy")
+def axpy(it: sycl.item[1], a: np.float32, x: sycl.global_ptr[np.float32],
+         y: sycl.global_ptr[np.float32]):
+    i = it.get_id(0)
+    y[i] = a * x[i] + y[i]
+
+
 @pytest.mark.cuda
 def test_gpu_queue_parallel_for_end_to_end(driver):
-    import pysycl as sycl
-
-    @sycl.kernel(name="cuda_e2e_axpy")
-    def axpy(it: sycl.item[1], a: np.float32, x: sycl.global_ptr[np.float32],
-             y: sycl.global_ptr[np.float32]):
-        i = it.get_id(0)
-        y[i] = a * x[i] + y[i]
-
     devs = [d for d in sycl.device.get_devices() if d.get_backend() == sycl.backend.cuda]
     if not devs:
         pytest.skip("the runtime lists no CUDA device")
@@ -458,3 +459,11 @@ def test_gpu_queue_parallel_for_end_to_end(driver):
         sycl.free(dx, q)
         sycl.free(dy, q)
     np.testing.assert_array_equal(got, 2 * x + 1)
+
+
+def test_kernel_names_nvptx_cannot_spell_are_sanitised():
+    from pysycl.backends.cuda.target import ptx_symbol
+    name = "tests.f.<locals>.vadd"
+    ptx = compile_ptx(llvm_of(vadd_module(name=name)), [name], cpu="sm_90")
+    assert f".entry {ptx_symbol(name)}(" in ptx and "<" not in ptx_symbol(name)
+    assert ptx_symbol("app.vadd") == "app.vadd"

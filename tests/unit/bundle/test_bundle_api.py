@@ -36,6 +36,9 @@ SPEC_INT = Spec(INT_ID.unique_id, np.int32, 42)
 def env(monkeypatch, tmp_path):
     driver = install_fake_toolchain(monkeypatch, tmp_path)
     saved_k, saved_e = dict(registry._kernels), dict(registry._externals)
+    # Hermetic: kernels and externals of other test modules must not join these bundles.
+    registry._kernels.clear()
+    registry._externals.clear()
     ka = FakeKernel(MOD_A, "uses_ext", lambda n: kernel_module(
         n, spec=[INT_ID.unique_id], calls=["helper"], spec_decls=[INT_ID]))
     kb = FakeKernel(MOD_A, "plain", lambda n: kernel_module(n))

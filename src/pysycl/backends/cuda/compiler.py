@@ -33,7 +33,7 @@ from typing import Sequence
 from ... import config
 from ...errors import errc, exception
 from ..base import Compiler, Target
-from .target import DATA_LAYOUT, TRIPLE, cuda_target
+from .target import DATA_LAYOUT, TRIPLE, cuda_target, ptx_symbol
 
 LIBDEVICE_HINT = ("install pysycl[cuda] (the nvidia-nvvm wheel ships libdevice.10.bc), "
                   "or set PYSYCL_LIBDEVICE to a libdevice.10.bc")
@@ -152,6 +152,7 @@ def compile_ptx(llvm_ir: str, kernel_names: Sequence[str], cpu: str, features: s
                 opt: int = 3, libdevice: str | None = None, ftz: bool = False) -> str:
     """Steps 1-6 of the module docstring, in this process. Raises ``errc.build``."""
     llvm = _llvm()
+    kernel_names = [ptx_symbol(k) for k in kernel_names]
     with _compile_lock:
         try:
             mod = llvm.parse_assembly(llvm_ir)

@@ -36,7 +36,7 @@ import numpy as np
 
 from ...errors import errc, exception
 from ..base import DeviceDescription, Driver, KernelArg, KernelArgKind
-from .target import LOCAL_ARG_ALIGN, cuda_target
+from .target import LOCAL_ARG_ALIGN, cuda_target, ptx_symbol
 
 try:
     from cuda.bindings import driver as cu
@@ -241,7 +241,7 @@ class CudaProgram:
         self.kernels: dict[str, CudaKernel] = {}
         self._globals: dict[str, tuple[int, int]] = {}
         for name in kernel_names:
-            err, fn = cu.cuModuleGetFunction(module, name.encode())
+            err, fn = cu.cuModuleGetFunction(module, ptx_symbol(name).encode())
             if err != 0:
                 raise exception(errc.invalid, f"kernel {name!r} is not in the loaded image "
                                 f"({_error_text(err)})")

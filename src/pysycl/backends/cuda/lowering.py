@@ -51,7 +51,7 @@ from ...codegen.rules_scalar import compare, scalar_of
 from ...errors import errc, exception
 from ...ir.core import Function, Op
 from ...ir.types import IndexSpaceType, LocalAccessorType, ScalarType, VecType
-from .target import LOCAL_MEMORY_SYMBOL, LaunchBounds, cuda_axis
+from .target import LOCAL_MEMORY_SYMBOL, LaunchBounds, cuda_axis, ptx_symbol
 
 WARP = 32
 _AXES = "xyz"
@@ -492,7 +492,7 @@ def entry_param_types(lowering: TargetLowering, fn: Function) -> list[tuple[ll.T
 def build_entry(lowering: CudaLowering, llmodule: ll.Module, fn: Function,
                 body: ll.Function) -> ll.Function:
     """``define ptx_kernel void @<kernel>(<CUDA ABI>)`` calling ``@<kernel>.body``."""
-    name = body.name
+    name = ptx_symbol(body.name)
     _rename(llmodule, body, name + _BODY_SUFFIX)
     specs = entry_param_types(lowering, fn)
     entry = ll.Function(llmodule, ll.FunctionType(lt.VOID, [t for t, _ in specs]), name)

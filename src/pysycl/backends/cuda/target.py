@@ -160,3 +160,22 @@ def target_for_name(name: str) -> Target | None:
         return None
     sm = int(name[len(prefix):])
     return cuda_target((sm // 10, sm % 10))
+
+
+_PTX_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
+
+
+def ptx_symbol(kernel_name: str) -> str:
+    """The PTX ``.entry`` name of a kernel. NVPTX aborts the process ("Symbol name with
+    unsupported characters") on names such as ``f.<locals>.k``; those characters become
+    ``_`` and a hash of the full name keeps distinct kernels distinct. Codegen, the
+    compiler's checks and the driver's lookup all go through this one function.
+
+    >>> ptx_symbol("app.vadd"), ptx_symbol("t.<locals>.k")[:12]
+    ('app.vadd', 't._locals_.k')
+    """
+    if all(c in _PTX_NAME_CHARS for c in kernel_name) and not kernel_name[:1].isdigit():
+        return kernel_name
+    import hashlib
+    clean = "".join(c if c in _PTX_NAME_CHARS else "_" for c in kernel_name)
+    return f"{clean}_{hashlib.sha256(kernel_name.encode()).hexdigest()[:8]}"

@@ -58,6 +58,9 @@ class NativeProgram:
         self._tracker = tracker
         self.kernels = kernels
         self._pool = pool
+        # Per kernel: launch descriptions by (global, local, offset) and packed ``void
+        # **args`` by argument values, so a repeated launch allocates nothing.
+        self._prepared: dict[str, _Prepared] = {}
 
     def symbol_address(self, symbol: str) -> int:
         return int(self._tracker[symbol])
@@ -72,16 +75,63 @@ class NativeProgram:
         """Run ``kernel_name`` to completion. ``args``: the ABI table's KernelArgs, the
         spec-constant buffer (``mem``, may be 0) last. ``local_size`` None is a
         ``parallel_for(range)``: the executor picks the group shape."""
-        fn = self.kernels.get(kernel_name)
-        if fn is None:
-            raise exception(errc.invalid, f"kernel {kernel_name!r} is not in this program")
-        words, ngroups, items = launch_words(global_size, local_size, global_offset)
-        if items == 0:
+        prep = self._prepared.get(kernel_name)
+        if prep is None:
+            fn = self.kernels.get(kernel_name)
+            if fn is None:
+                raise exception(errc.invalid, f"kernel {kernel_name!r} is not in this program")
+            prep = self._prepared[kernel_name] = _Prepared(fn)
+        try:
+            wkey = (global_size, local_size, global_offset)
+            w = prep.words.get(wkey)
+        except TypeError:  # lists: not cached
+            wkey, w = None, None
+        if w is None:
+            words, ngroups, items = launch_words(global_size, local_size, global_offset)
+            w = (words, ctypes.addressof(words), ngroups, items)
+            if wkey is not None:
+                if len(prep.words) >= _CACHE_ENTRIES:
+                    prep.words.clear()
+                prep.words[wkey] = w
+        if w[3] == 0:
             return
-        argv, keep, local_bytes = pack_args(args)
-        self._pool.run(fn, ctypes.addressof(argv), ctypes.addressof(words), ngroups,
-                       local_bytes, inline=items < INLINE_ITEMS)
-        del keep
+        akey = _arg_key(args)
+        packed = prep.argv.get(akey) if akey is not None else None
+        if packed is None:
+            argv, keep, local_bytes = pack_args(args)
+            packed = (ctypes.addressof(argv), local_bytes, keep)
+            if akey is not None:
+                if len(prep.argv) >= _CACHE_ENTRIES:
+                    prep.argv.clear()
+                prep.argv[akey] = packed
+        self._pool.run(prep.fn, packed[0], w[1], w[2], packed[1], w[3] < INLINE_ITEMS)
+
+
+_CACHE_ENTRIES = 64
+_MEM, _LOCAL = KernelArgKind.mem, KernelArgKind.local
+
+
+class _Prepared:
+    __slots__ = ("fn", "words", "argv")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.words: dict = {}
+        self.argv: dict = {}
+
+
+def _arg_key(args) -> tuple | None:
+    """The values ``pack_args`` packs, hashable (memory as addresses); None when some
+    argument cannot be keyed (a host array passed as memory)."""
+    key = []
+    for a in args:
+        v = a.value
+        if a.kind is _MEM and type(v) is not int:
+            v = getattr(v, "ptr", None) if v is not None else 0
+            if type(v) is not int:
+                return None
+        key.append(v)
+    return tuple(key)
 
 
 def launch_words(global_size, local_size, global_offset):
@@ -189,10 +239,10 @@ class WorkerPool:
                 done.put(e)
 
     def run(self, fn, argv: int, words: int, ngroups: int, local: int, inline: bool) -> None:
-        parts = 1 if inline else min(self.n, ngroups)
-        if parts == 1:
-            fn(argv, words, 0, ngroups, self._arena.get(local))
+        if inline or self.n == 1 or ngroups == 1:
+            fn(argv, words, 0, ngroups, self._arena.get(local) if local else 0)
             return
+        parts = min(self.n, ngroups)
         bounds = [ngroups * i // parts for i in range(parts + 1)]
         done: queue.SimpleQueue = queue.SimpleQueue()
         for i in range(1, parts):

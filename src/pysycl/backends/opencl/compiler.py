@@ -184,6 +184,11 @@ class SpirvCompiler(Compiler):
 
         Raises ``exception(errc.build)`` with LLVM's message when the IR does not parse
         or verify, or when code generation fails (the worker is restarted)."""
+        # Extensions the lowering recorded in the module (``!pysycl.spirv.extensions``,
+        # backends/opencl/lowering.py) are enabled too; they are part of the IR text,
+        # hence of the cache key.
+        from pysycl.backends.opencl.lowering import required_extensions
+        extensions = frozenset(extensions) | required_extensions(llvm_ir)
         for e in extensions:
             if not e or "," in e or not e.isidentifier():
                 raise exception(errc.build, f"invalid SPIR-V extension name {e!r}")
@@ -201,6 +206,8 @@ class SpirvCompiler(Compiler):
         timings = dict(kv.split("=") for kv in reply[2].decode().split())
         self.last_timings = {k: float(v) for k, v in timings.items()}
         self.last_timings["total"] = time.perf_counter() - t0
+        if config.spirv_validate():      # PYSYCL_SPIRV_VALIDATE=1: spirv-val every module
+            validate(reply[1])
         return reply[1]
 
     def disassemble(self, binary: bytes) -> str:

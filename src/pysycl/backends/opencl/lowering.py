@@ -1,0 +1,645 @@
+"""The OpenCL (SPIR-V) rules: codegen hooks in the conventions of LLVM 22's SPIR-V backend.
+
+What differs from the shared rules, and why (shared/reference/llvm-backends.md §0-§2, §5):
+
+* **Kernels** are ``spir_kernel`` functions with the shared ABI itself (no wrapper):
+  accessors are ``ptr addrspace(1)`` plus ranges, ``local_accessor`` is a
+  ``ptr addrspace(3)`` the driver feeds with ``cl.LocalMemory``, and structs/arrays come
+  ``ptr byval(%T) align N`` (a direct aggregate argument silently reads zeros on the
+  Intel runtime). Device functions are ``internal spir_func``; every function is
+  ``convergent`` (it may reach a barrier) as clang does for OpenCL.
+* **Work-items** are the *mangled* SPIR-V builtins (``_Z33__spirv_BuiltInGlobalInvocationIdi``;
+  unmangled ones duplicate the builtin variable and fail to link in the driver). The
+  driver reverses sizes into OpenCL order, so SYCL dimension ``d`` of a ``D``-dimensional
+  kernel is OpenCL dimension ``D-1-d``. Kernels know ``D``; device functions take it as
+  one hidden ``i32`` (constant at every call, folded after inlining), as on CUDA.
+* **Barriers** are ``__spirv_ControlBarrier(Workgroup, Workgroup, SeqCst|WorkgroupMemory|
+  CrossWorkgroupMemory)`` (SYCL's group_barrier fences both local and global memory).
+* **Group reductions** call the OpenCL ``sub_group_reduce_*`` / ``work_group_reduce_*``
+  built-ins (OpGroup*); i8/i16/bool go through i32.
+* **Atomics**: ``atomicrmw``/``cmpxchg`` get a ``syncscope``; ``load atomic``/``store
+  atomic`` lose their atomicity in LLVM 22.1 (PR #185696), so they become
+  ``__spirv_AtomicLoad``/``__spirv_AtomicStore`` calls. Float add is ``atomicrmw fadd``
+  and needs ``SPV_EXT_shader_atomic_float_add``; float min/max are CAS loops.
+* **Extensions** a module needs are listed in the named metadata
+  ``!pysycl.spirv.extensions`` (:func:`required_extensions` reads them back), which the
+  compiler enables for that module only (``--spirv-ext`` is process global).
+* **Math** calls the OpenCL.std built-ins by their mangled names (``_Z3sinf``), in the
+  operand's precision (float32 stays float32; ``llvm.cos`` and friends are not all in the
+  verified list).
+* **Specialization constants** (``spec.native``) are ``__spirv_SpecConstant(SpecId,
+  default)`` per scalar leaf and ``__spirv_SpecConstantComposite`` for vec/array/struct
+  values (seed 001 "SPIR-V friendly IR"); SpecIds are those of the image's
+  ``SYCL/specialization constants`` property set, so the driver sets values with
+  ``clSetProgramSpecializationConstant``. Struct padding (no SpecId) is an undef member.
+* **Kernel properties** (seed 003) become ``!reqd_work_group_size`` (LocalSize),
+  ``!work_group_size_hint`` (LocalSizeHint), ``!intel_reqd_sub_group_size``
+  (SubgroupSize); ``sycl-alignment`` on a parameter becomes
+  ``!spirv.ParameterDecorations`` Alignment (44) besides ``align N``, ``sycl-restrict``
+  is ``noalias`` (FuncParamAttr NoAlias). Device globals are ``addrspace(1)``
+  program-scope variables with an Alignment ``!spirv.Decorations``.
+
+>>> from pysycl.backends.opencl.target import SPIRV64
+>>> OpenClLowering(SPIRV64).addrspaces["local"]
+3
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from llvmlite import ir as ll
+
+from ...codegen import LoweringContext, TargetLowering, param_types
+from ...codegen import types as lt
+from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
+from ...codegen.rules_scalar import compare, const, scalar_of
+from ...ir.core import Function, Op
+from ...ir.types import (ArrayType, IndexSpaceType, ScalarType, StructType, Type, VecType)
+
+EXTENSIONS_METADATA = "pysycl.spirv.extensions"
+FLOAT_ATOMIC_ADD = "SPV_EXT_shader_atomic_float_add"
+
+# SPIR-V enumerants (SPIR-V spec 3.x).
+SCOPE = {"system": 0, "device": 1, "work_group": 2, "sub_group": 3, "work_item": 4}
+SYNC_SCOPES = {"work_item": "singlethread", "sub_group": "subgroup", "work_group": "workgroup",
+               "device": "device", "system": ""}
+_ORDER_BITS = {"relaxed": 0x0, "acquire": 0x2, "release": 0x4, "acq_rel": 0x8, "seq_cst": 0x10}
+_WORKGROUP_MEMORY, _CROSS_WORKGROUP_MEMORY = 0x100, 0x200
+_STORAGE_BITS = {0: 0, 1: _CROSS_WORKGROUP_MEMORY, 2: 0, 3: _WORKGROUP_MEMORY,
+                 4: _WORKGROUP_MEMORY | _CROSS_WORKGROUP_MEMORY}
+BARRIER_SEMANTICS = 0x10 | _WORKGROUP_MEMORY | _CROSS_WORKGROUP_MEMORY   # 784
+DECORATION_ALIGNMENT = 44
+EXEC_MODE_LOCAL_SIZE, EXEC_MODE_LOCAL_SIZE_HINT, EXEC_MODE_SUBGROUP_SIZE = 17, 18, 35
+
+_I32_0 = ll.Constant(lt.I32, 0)
+
+# Itanium mangling of the scalar types (OpenCL C names).
+_MANGLE = {"bool": "b", "i8": "c", "u8": "h", "i16": "s", "u16": "t", "i32": "i", "u32": "j",
+           "i64": "l", "u64": "m", "f16": "Dh", "f32": "f", "f64": "d"}
+
+# OpenCL.std functions for the IR's math ops (round: Python/NumPy round half to even).
+OPENCL_MATH = {"sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
+               "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
+               "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+               "fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+               "round": "rint", "pow": "pow", "atan2": "atan2", "fmin": "fmin",
+               "fmax": "fmax", "copysign": "copysign", "fma": "fma"}
+
+# Work-item builtins (SPIR-V style, mangled: §1.1).
+_WI_BUILTIN = {"global_id": "__spirv_BuiltInGlobalInvocationId",
+               "local_id": "__spirv_BuiltInLocalInvocationId",
+               "group_id": "__spirv_BuiltInWorkgroupId",
+               "global_range": "__spirv_BuiltInGlobalSize",
+               "local_range": "__spirv_BuiltInWorkgroupSize",
+               "group_range": "__spirv_BuiltInNumWorkgroups",
+               "global_offset": "__spirv_BuiltInGlobalOffset"}
+_SG_BUILTIN = {"local_id": "__spirv_BuiltInSubgroupLocalInvocationId",
+               "local_range": "__spirv_BuiltInSubgroupSize",
+               "group_id": "__spirv_BuiltInSubgroupId",
+               "group_range": "__spirv_BuiltInNumSubgroups"}
+
+
+def mangled(name: str, args: str) -> str:
+    """``_Z<len><name><args>``.
+
+    >>> mangled("__spirv_BuiltInGlobalInvocationId", "i")
+    '_Z33__spirv_BuiltInGlobalInvocationIdi'
+    """
+    return f"_Z{len(name)}{name}{args}"
+
+
+@dataclasses.dataclass
+class WorkItemState:
+    """``dims``: a Python int in kernels, the hidden i32 parameter in device functions."""
+
+    dims: int | ll.Value
+
+
+class OpenClLowering(TargetLowering):
+    name = "opencl"
+    # target.py ADDRESS_SPACES (OpenCL flavour of SPIR-V).
+    addrspaces = {"private": 0, "global": 1, "constant": 2, "local": 3, "generic": 4}
+    unsupported = {
+        "wg.items": "work-group fission is only for the native CPU; SPIR-V has real barriers",
+    }
+
+    def __init__(self, target=None, debug: bool = False):
+        super().__init__(target, debug)
+        self.rules.update({
+            "group.reduce": _lower_group_reduce,
+            "atomic.rmw": _lower_atomic_rmw,
+            "atomic.cmpxchg": _scoped(lower_atomic_cmpxchg),
+            "atomic.load": _lower_atomic_load,
+            "atomic.store": _lower_atomic_store,
+            "assert": _lower_assert,
+        })
+
+    # Signatures ----------------------------------------------------------------------------
+    def hidden_params(self, fn: Function):
+        return [] if fn.kind == "kernel" else [("__sycl_dims", lt.I32)]
+
+    def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
+        ctx.wi = WorkItemState(kernel_dims(ctx.function) if ctx.function.kind == "kernel"
+                               else args[0])
+
+    def hidden_args(self, ctx: LoweringContext) -> list:
+        dims = ctx.wi.dims
+        return [ll.Constant(lt.I32, dims) if isinstance(dims, int) else dims]
+
+    def kernel_attributes(self, fn: Function, llfn: ll.Function) -> None:
+        llfn.calling_convention = "spir_kernel"
+        llfn.attributes.add("convergent")
+        i = 0
+        for p in fn.params:
+            n = len(param_types(p, True, self))
+            if n and lt.is_aggregate(p.type):
+                arg = llfn.args[i]
+                set.add(arg.attributes, f"byval({lt.memory_type(p.type, self.addrspaces)})")
+                arg.attributes.align = max(p.type.align, 1)
+            i += n
+
+    def device_function_attributes(self, fn: Function, llfn: ll.Function) -> None:
+        llfn.calling_convention = "spir_func"
+        llfn.attributes.add("convergent")
+        if not fn.is_declaration:
+            llfn.linkage = "internal"
+
+    def device_global_linkage(self) -> str:
+        return ""   # external: the driver finds it by name (clGetDeviceGlobalVariablePointerINTEL)
+
+    def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
+        """The kernel is already the entry point: attach the property metadata."""
+        kernel_metadata(self, ctx.llmodule, fn, llfn)
+        _device_global_decorations(ctx.llmodule)
+
+    # Work-items ----------------------------------------------------------------------------
+    def work_item(self, ctx: LoweringContext, query: str, dim: int | None) -> ll.Value:
+        b = ctx.builder
+        if query == "global_linear_id":
+            return _builtin_call(ctx, mangled("__spirv_BuiltInGlobalLinearId", "v"), lt.I64, [])
+        if query == "local_linear_id":
+            return _builtin_call(ctx, mangled("__spirv_BuiltInLocalInvocationIndex", "v"),
+                                 lt.I64, [])
+        if query == "group_linear_id":
+            # OpenCL dimension 0 varies fastest = SYCL row-major; unused dims are 0 of 1.
+            g = [self._axis(ctx, "group_id", ll.Constant(lt.I32, a)) for a in range(3)]
+            n = [self._axis(ctx, "group_range", ll.Constant(lt.I32, a)) for a in range(2)]
+            return b.add(g[0], b.mul(n[0], b.add(g[1], b.mul(n[1], g[2]))))
+        if query not in _WI_BUILTIN:
+            raise ctx.error(None, f"unknown work-item query {query!r}")
+        if dim is None or not 0 <= dim < 3:
+            raise ctx.error(None, f"work-item dimension {dim} is out of range 0..2")
+        dims = ctx.wi.dims
+        if isinstance(dims, int):
+            axis = dims - 1 - dim
+            if axis < 0:   # a dimension the range does not have: id 0 of range 1
+                return ll.Constant(lt.I64, 0 if query.endswith(("_id", "_offset")) else 1)
+            return self._axis(ctx, query, ll.Constant(lt.I32, axis))
+        # Device function: D-1-d at run time; out of range (d >= D) gives d itself, which
+        # OpenCL answers with 0 / 1 for dimensions beyond the work dimension.
+        axis = b.sub(b.sub(dims, ll.Constant(lt.I32, 1)), ll.Constant(lt.I32, dim))
+        axis = b.select(b.icmp_signed("<", axis, _I32_0), ll.Constant(lt.I32, dim), axis)
+        return self._axis(ctx, query, axis)
+
+    def _axis(self, ctx, query: str, axis: ll.Value) -> ll.Value:
+        return _builtin_call(ctx, mangled(_WI_BUILTIN[query], "i"), lt.I64, [axis])
+
+    def sub_group(self, ctx: LoweringContext, query: str) -> ll.Value:
+        v = _builtin_call(ctx, mangled(_SG_BUILTIN[query], "v"), lt.I32, [])
+        return ctx.builder.zext(v, lt.I64)
+
+    def barrier(self, ctx: LoweringContext, op: Op) -> None:
+        scope = SCOPE["sub_group" if op.attrs["scope"] == "sub_group" else "work_group"]
+        control_barrier(ctx, scope)
+
+    def sub_group_reduce(self, ctx: LoweringContext, op: Op, value: ll.Value) -> ll.Value:
+        return _group_reduce(ctx, op, value, "sub_group")
+
+    def spec_native(self, ctx: LoweringContext, op: Op) -> ll.Value:
+        return spec_constant(ctx, op.type, list(op.attrs["leaf_ids"]), bytes(op.attrs["default"]))
+
+    # Math ----------------------------------------------------------------------------------
+    def math(self, ctx: LoweringContext, name: str, args: list, result_type):
+        b = ctx.builder
+        if name == "isnan":
+            return b.fcmp_unordered("uno", args[0], args[0])
+        if name == "isinf":
+            x = args[0]
+            inf = ll.Constant(x.type, [float("inf")] * x.type.count) \
+                if isinstance(x.type, ll.VectorType) else ll.Constant(x.type, float("inf"))
+            return b.fcmp_ordered("==", opencl_math(ctx, "fabs", [x]), inf)
+        if name == "rsqrt":    # exactly 1/sqrt(x), like the other targets (not native rsqrt)
+            one = ll.Constant(args[0].type, [1.0] * args[0].type.count) \
+                if isinstance(args[0].type, ll.VectorType) else ll.Constant(args[0].type, 1.0)
+            return b.fdiv(one, opencl_math(ctx, "sqrt", args))
+        if name in OPENCL_MATH:
+            return opencl_math(ctx, OPENCL_MATH[name], args)
+        return None
+
+    def atomic_scope(self, scope: str) -> str:
+        return SYNC_SCOPES.get(scope, "")
+
+
+# Helpers --------------------------------------------------------------------------------
+def kernel_dims(fn: Function) -> int:
+    """The number of dimensions of the kernel's range: its ``dims`` attribute, else its
+    index-space parameter, else the highest dimension it queries (``single_task`` runs as a
+    1-d range of one)."""
+    if isinstance(fn.attrs.get("dims"), int):
+        return fn.attrs["dims"]
+    for p in fn.params:
+        if isinstance(p.type, IndexSpaceType) and p.type.dims:
+            return p.type.dims
+    used = [int(op.attrs["dim"]) for op in fn.walk()
+            if op.name.startswith("wi.") and op.attrs.get("dim") is not None]
+    return max(used, default=0) + 1
+
+
+def _declare(llmodule: ll.Module, name: str, ret: ll.Type, params: list, *,
+             convergent: bool = False, pure: bool = False) -> ll.Function:
+    fn = llmodule.globals.get(name)
+    if fn is None:
+        fn = ll.Function(llmodule, ll.FunctionType(ret, params), name)
+        fn.calling_convention = "spir_func"
+        fn.attributes.add("nounwind")
+        if convergent:
+            fn.attributes.add("convergent")
+        if pure:
+            set.add(fn.attributes, "willreturn")
+            set.add(fn.attributes, "memory(none)")
+    return fn
+
+
+def _builtin_call(ctx, name: str, ret: ll.Type, args: list, **kw) -> ll.Value:
+    fn = _declare(ctx.llmodule, name, ret, [a.type for a in args], pure=True, **kw)
+    return ctx.builder.call(fn, args)
+
+
+def _call(ctx, name: str, ret: ll.Type, args: list, **kw) -> ll.Value:
+    fn = _declare(ctx.llmodule, name, ret, [a.type for a in args], **kw)
+    return ctx.builder.call(fn, args)
+
+
+def control_barrier(ctx, scope: int) -> None:
+    """``OpControlBarrier(scope, scope, SeqCst | Workgroup | CrossWorkgroup memory)``."""
+    args = [ll.Constant(lt.I32, scope), ll.Constant(lt.I32, scope),
+            ll.Constant(lt.I32, BARRIER_SEMANTICS)]
+    _call(ctx, mangled("__spirv_ControlBarrier", "iii"), lt.VOID, args, convergent=True)
+
+
+def require_extension(llmodule: ll.Module, ext: str) -> None:
+    """Record that the module needs SPIR-V extension ``ext`` (``!pysycl.spirv.extensions``)."""
+    have = getattr(llmodule, "_pysycl_spirv_extensions", None)
+    if have is None:
+        have = llmodule._pysycl_spirv_extensions = set()
+    if ext in have:
+        return
+    have.add(ext)
+    llmodule.add_named_metadata(EXTENSIONS_METADATA, [ll.MetaDataString(llmodule, ext)])
+
+
+_EXT_MD = re.compile(r'^!' + re.escape(EXTENSIONS_METADATA) + r'\s*=\s*!\{([^}]*)\}', re.M)
+
+
+def required_extensions(llvm_ir: str) -> frozenset[str]:
+    """The SPIR-V extensions a lowered module asked for (see :func:`require_extension`).
+
+    >>> required_extensions('!pysycl.spirv.extensions = !{!0}\\n!0 = !{!"SPV_X"}\\n')
+    frozenset({'SPV_X'})
+    """
+    m = _EXT_MD.search(llvm_ir)
+    if not m:
+        return frozenset()
+    refs = re.findall(r"!(\d+)", m.group(1))
+    out = set()
+    for r in refs:
+        node = re.search(r"^!" + r + r'\s*=\s*(?:distinct\s+)?!\{([^}]*)\}', llvm_ir, re.M)
+        if node:
+            out.update(re.findall(r'!"([A-Za-z0-9_]+)"', node.group(1)))
+    return frozenset(out)
+
+
+# Math -------------------------------------------------------------------------------------
+def _mangle_lltype(t: ll.Type) -> str:
+    if isinstance(t, ll.VectorType):
+        return f"Dv{t.count}_{_mangle_lltype(t.element)}"
+    if isinstance(t, ll.FloatType):
+        return "f"
+    if isinstance(t, ll.DoubleType):
+        return "d"
+    if isinstance(t, ll.HalfType):
+        return "Dh"
+    if isinstance(t, ll.IntType):
+        return {1: "b", 8: "c", 16: "s", 32: "i", 64: "l"}[t.width]
+    raise TypeError(f"no mangling for {t}")
+
+
+def opencl_math(ctx, fname: str, args: list) -> ll.Value:
+    """Call the OpenCL.std function ``fname`` at the arguments' (float) type."""
+    t = args[0].type
+    m = _mangle_lltype(t)
+    # Itanium substitutions: repeated vector types become S_ after their first use.
+    rest = "" if len(args) == 1 else ("S_" if isinstance(t, ll.VectorType) else m) * (len(args) - 1)
+    return _builtin_call(ctx, mangled(fname, m + rest), t, args)
+
+
+# Group reductions ----------------------------------------------------------------------------
+_REDUCE_OP = {"plus": "add", "minimum": "min", "maximum": "max"}
+
+
+def _group_reduce(ctx, op: Op, value: ll.Value, scope: str) -> ll.Value:
+    b, t = ctx.builder, op.type
+    if isinstance(t, VecType) or not isinstance(t, ScalarType):
+        raise ctx.error(op, f"reduce_over_group of {t} is not supported on OpenCL")
+    kind = _REDUCE_OP.get(op.attrs["op"])
+    if kind is None:
+        raise ctx.error(op, f"reduce_over_group: unknown operation {op.attrs['op']!r}")
+    base = "sub_group_reduce_" if scope == "sub_group" else "work_group_reduce_"
+    s, x = t, value
+    if s.is_bool:            # plus on bool is "any": max over 0/1
+        s, x, kind = ScalarType("i32"), b.zext(value, lt.I32), "max" if kind == "add" else kind
+    elif not s.is_float and s.bits < 32:
+        wide = ScalarType("i32" if s.is_signed else "u32")
+        x = b.sext(value, lt.I32) if s.is_signed else b.zext(value, lt.I32)
+        s = wide
+    r = _builtin_call(ctx, mangled(base + kind, _MANGLE[s.name]), x.type, [x], convergent=True)
+    # (pure + convergent: memory(none) does not allow moving it across control flow)
+    if t.is_bool:
+        return b.icmp_unsigned("!=", r, ll.Constant(lt.I32, 0))
+    if r.type != ctx.vtype(t):
+        return b.trunc(r, ctx.vtype(t))
+    return r
+
+
+def _lower_group_reduce(ctx, op):
+    return _group_reduce(ctx, op, ctx.get(op.operands[0]), op.attrs["scope"])
+
+
+# Atomics --------------------------------------------------------------------------------------
+def _scoped(shared_rule):
+    """The shared atomic rule, with this target's ``syncscope`` on the instruction."""
+    def lower(ctx, op):
+        block = ctx.builder.block
+        before = len(block.instructions)
+        result = shared_rule(ctx, op)
+        scope = ctx.lowering.atomic_scope(op.attrs["scope"])
+        if scope:
+            for inst in block.instructions[before:]:
+                if hasattr(inst, "ordering") and "syncscope" not in inst.ordering:
+                    inst.ordering = f'syncscope("{scope}") {inst.ordering}'
+        return result
+    lower.__name__ = f"lower_{shared_rule.__name__}_opencl"
+    return lower
+
+
+_scoped_rmw = _scoped(lower_atomic_rmw)
+
+
+def _lower_atomic_rmw(ctx, op):
+    p, v = op.operands
+    s, kind = scalar_of(v.type), op.attrs["op"]
+    if not s.is_float:
+        return _scoped_rmw(ctx, op)
+    b = ctx.builder
+    ptr, val = ctx.get(p), ctx.get(v)
+    from ...codegen.target_lowering import ORDERINGS
+    order = ORDERINGS[op.attrs["order"]]
+    scope = ctx.lowering.atomic_scope(op.attrs["scope"])
+    ordering = f'syncscope("{scope}") {order}' if scope else order
+    it = ll.IntType(s.bits)
+    if kind in ("add", "sub"):
+        require_extension(ctx.llmodule, FLOAT_ATOMIC_ADD)
+        inst = b.atomic_rmw("fadd", ptr, val if kind == "add" else b.fneg(val), order)
+        inst.ordering = ordering
+        return inst
+    if kind == "xchg":
+        inst = b.atomic_rmw("xchg", ptr, b.bitcast(val, it), order)
+        inst.ordering = ordering
+        return b.bitcast(inst, val.type)
+    if kind in ("min", "max"):
+        return _float_cas_loop(ctx, ptr, val, s, kind, ordering, order)
+    raise ctx.error(op, f"atomic {kind} is not defined on {s}")
+
+
+def _float_cas_loop(ctx, ptr, val, s: ScalarType, kind: str, ordering: str, order: str):
+    """``old = *p; while !cas(p, old, min(old, v)): old = current`` on the bit patterns."""
+    from ...codegen.target_lowering import FAILURE_ORDERINGS
+    b = ctx.builder
+    it = ll.IntType(s.bits)
+    start = _atomic_load_call(ctx, ptr, it, "relaxed", "device")
+    pre = b.block
+    fn = pre.function
+    loop, done = fn.append_basic_block("fatomic.loop"), fn.append_basic_block("fatomic.end")
+    b.branch(loop)
+    b.position_at_end(loop)
+    old = b.phi(it)
+    old.add_incoming(start, pre)
+    oldf = b.bitcast(old, val.type)
+    pred = "<" if kind == "min" else ">"
+    new = b.select(compare(ctx, pred, val, oldf, s), val, oldf)
+    pair = b.cmpxchg(ptr, old, b.bitcast(new, it), order, FAILURE_ORDERINGS[order])
+    pair.ordering = ordering
+    pair.failordering = FAILURE_ORDERINGS[order]
+    seen = b.extract_value(pair, 0)
+    ok = b.extract_value(pair, 1)
+    old.add_incoming(seen, b.block)
+    b.cbranch(ok, done, loop)
+    b.position_at_end(done)
+    return oldf
+
+
+def _semantics(order: str, addrspace: int) -> ll.Constant:
+    bits = _ORDER_BITS[order]
+    if bits:
+        bits |= _STORAGE_BITS.get(addrspace, 0)
+    return ll.Constant(lt.I32, bits)
+
+
+def _ptr_mangling(ptr: ll.Value, elem: str) -> str:
+    space = getattr(ptr.type, "addrspace", 0)
+    return f"PU3AS{space}{elem}" if space else f"P{elem}"
+
+
+def _atomic_load_call(ctx, ptr, it: ll.IntType, order: str, scope: str) -> ll.Value:
+    m = _mangle_lltype(it)
+    name = mangled("__spirv_AtomicLoad", _ptr_mangling(ptr, m) + "ii")
+    args = [ptr, ll.Constant(lt.I32, SCOPE.get(scope, 1)),
+            _semantics(order, getattr(ptr.type, "addrspace", 0))]
+    return _call(ctx, name, it, args)
+
+
+def _lower_atomic_load(ctx, op):
+    (p,) = op.operands
+    order = {"release": "relaxed", "acq_rel": "acquire"}.get(op.attrs["order"], op.attrs["order"])
+    mt = ctx.mtype(op.type)
+    it = mt if isinstance(mt, ll.IntType) else ll.IntType(op.type.size * 8)
+    v = _atomic_load_call(ctx, ctx.get(p), it, order, op.attrs["scope"])
+    v = v if it is mt else ctx.builder.bitcast(v, mt)
+    return ctx.to_value(v, op.type)
+
+
+def _lower_atomic_store(ctx, op):
+    p, v = op.operands
+    order = {"acquire": "relaxed", "acq_rel": "release"}.get(op.attrs["order"], op.attrs["order"])
+    ptr, val = ctx.get(p), ctx.to_memory(ctx.get(v), v.type)
+    it = val.type if isinstance(val.type, ll.IntType) else ll.IntType(v.type.size * 8)
+    if val.type is not it:
+        val = ctx.builder.bitcast(val, it)
+    m = _mangle_lltype(it)
+    name = mangled("__spirv_AtomicStore", _ptr_mangling(ptr, m) + "ii" + m)
+    args = [ptr, ll.Constant(lt.I32, SCOPE.get(op.attrs["scope"], 1)),
+            _semantics(order, getattr(ptr.type, "addrspace", 0)), val]
+    _call(ctx, name, lt.VOID, args)
+
+
+def _lower_assert(ctx, op):
+    """Removed unless debug; in debug builds a failure records the line in the
+    program-scope ``__pysycl_assert_line`` (CrossWorkgroup: an ``addrspace(0)`` global
+    would be a per-invocation Function variable in SPIR-V)."""
+    if not ctx.lowering.debug:
+        return
+    flag = ctx.llmodule.globals.get("__pysycl_assert_line")
+    if flag is None:
+        flag = ll.GlobalVariable(ctx.llmodule, lt.I32, "__pysycl_assert_line", addrspace=1)
+        flag.initializer = ll.Constant(lt.I32, 0)
+        flag.align = 4
+    with ctx.builder.if_then(ctx.builder.not_(ctx.get(op.operands[0])), likely=False):
+        ctx.builder.store(ll.Constant(lt.I32, op.loc.line or -1), flag)
+
+
+# Specialization constants ------------------------------------------------------------------------
+def spec_constant(ctx, t: Type, leaf_ids: list[int], default: bytes) -> ll.Value:
+    """The SPIR-V-friendly IR of a native spec constant of IR type ``t`` whose scalar
+    leaves (depth first, padding excluded) have SpecIds ``leaf_ids``."""
+    ids = list(leaf_ids)
+    if isinstance(t, ScalarType):
+        # A top-level bool is i1 (OpSpecConstantTrue/False); the driver sets it as 1 byte.
+        v = _spec_leaf(ctx, t, ids, default, 0, as_value=True)
+    else:
+        v = _spec_value(ctx, t, ids, default, 0)
+    if ids:
+        raise ctx.error(None, f"spec constant of type {t}: {len(ids)} SpecIds left over")
+    return v
+
+
+def _spec_leaf(ctx, t: ScalarType, ids: list, default: bytes, offset: int,
+               as_value: bool = False) -> ll.Value:
+    if not ids:
+        raise ctx.error(None, f"spec constant: no SpecId for a leaf of type {t}")
+    spec_id = ids.pop(0)
+    import numpy as np
+    raw = np.frombuffer(default[offset:offset + t.size].ljust(t.size, b"\0"), dtype=t.dtype)[0]
+    if t.is_bool and as_value:
+        llt, value, code = lt.I1, int(bool(raw)), "b"
+    elif t.is_bool:
+        llt, value, code = lt.I8, int(bool(raw)), "c"
+    else:
+        llt = ctx.mtype(t)
+        value = float(raw) if t.is_float else int(np.array(raw).view(f"i{t.size}"))
+        code = _mangle_lltype(llt)
+    name = mangled("__spirv_SpecConstant", "i" + code)
+    return _call(ctx, name, llt, [ll.Constant(lt.I32, spec_id), ll.Constant(llt, value)])
+
+
+def _spec_value(ctx, t: Type, ids: list, default: bytes, offset: int) -> ll.Value:
+    """Memory-form value of ``t`` assembled from its scalar leaves' spec constants.
+
+    Not ``__spirv_SpecConstantComposite``: once the optimiser splits a store of the
+    composite into field stores, the ``extractvalue`` of an OpSpecConstantComposite
+    aborts LLVM 22.1 ("Unexpected integer constant pattern", SPIRVUtils.cpp). Built with
+    ``insertvalue``, the optimiser forwards each leaf's OpSpecConstant to its use, and
+    every leaf keeps its SpecId, which is all the driver needs to set the value."""
+    b = ctx.builder
+    if isinstance(t, ScalarType):
+        return _spec_leaf(ctx, t, ids, default, offset)
+    llt = ctx.mtype(t)
+    agg = ll.Constant(llt, ll.Undefined)
+    if isinstance(t, VecType):
+        for i in range(t.n):
+            leaf = _spec_leaf(ctx, t.elem, ids, default, offset + i * t.elem.size)
+            agg = b.insert_element(agg, leaf, ll.Constant(lt.I32, i))
+        return agg
+    if isinstance(t, ArrayType):
+        for i in range(t.n):
+            agg = b.insert_value(agg, _spec_value(ctx, t.elem, ids, default,
+                                                  offset + i * t.elem.size), i)
+        return agg
+    if isinstance(t, StructType):
+        for f in sorted(t.fields, key=lambda f: f.offset):   # depth first in layout order
+            idx, _ = lt.field_index(t, t.field_index(f.name))
+            agg = b.insert_value(agg, _spec_value(ctx, f.type, ids, default,
+                                                  offset + f.offset), idx)
+        return agg
+    raise ctx.error(None, f"type {t} cannot be a specialization constant")
+
+
+# Kernel metadata ----------------------------------------------------------------------------
+def _ints(text) -> tuple[int, ...] | None:
+    if text in (None, ""):
+        return None
+    return tuple(int(x) for x in str(text).split(",") if x.strip())
+
+
+def opencl_order(sizes: tuple[int, ...]) -> list[int]:
+    """SYCL order (rightmost fastest) -> OpenCL order padded to 3 with 1.
+
+    >>> opencl_order((8, 4))
+    [4, 8, 1]
+    """
+    out = list(reversed(sizes))
+    return (out + [1, 1, 1])[:3]
+
+
+def kernel_metadata(lowering, llmodule: ll.Module, fn: Function, llfn: ll.Function) -> None:
+    props = fn.properties
+    i32 = lambda v: ll.Constant(lt.I32, int(v))   # noqa: E731
+    reqd = _ints(props.get("sycl-work-group-size"))
+    if reqd:
+        llfn.set_metadata("reqd_work_group_size",
+                          llmodule.add_metadata([i32(v) for v in opencl_order(reqd)]))
+    hint = _ints(props.get("sycl-work-group-size-hint"))
+    if hint:
+        llfn.set_metadata("work_group_size_hint",
+                          llmodule.add_metadata([i32(v) for v in opencl_order(hint)]))
+    sg = _ints(props.get("sycl-sub-group-size"))
+    if sg:
+        llfn.set_metadata("intel_reqd_sub_group_size", llmodule.add_metadata([i32(sg[0])]))
+    # Parameter decorations: Alignment for sycl-alignment (the align attribute alone is
+    # not turned into a decoration by the backend).
+    decorations: list[list] = []
+    for p in fn.params:
+        n = len(param_types(p, True, lowering))
+        for k in range(n):
+            decs = []
+            align = p.properties.get("sycl-alignment", "") if p.properties else ""
+            if k == 0 and str(align).isdigit() and int(align) > 0 and \
+                    isinstance(llfn.args[len(decorations)].type, ll.PointerType):
+                decs.append([i32(DECORATION_ALIGNMENT), i32(align)])
+            decorations.append(decs)
+    if any(decorations):
+        decorations += [[]] * (len(llfn.args) - len(decorations))   # the spec buffer
+        nodes = [llmodule.add_metadata([llmodule.add_metadata(d) for d in decs])
+                 for decs in decorations]
+        llfn.set_metadata("spirv.ParameterDecorations", llmodule.add_metadata(nodes))
+
+
+def _device_global_decorations(llmodule: ll.Module) -> None:
+    """Alignment decoration on every device global (``!spirv.Decorations``)."""
+    for g in llmodule.global_values:
+        if isinstance(g, ll.GlobalVariable) and g.name.startswith("__pysycl_dg_") \
+                and "spirv.Decorations" not in g.metadata and g.align:
+            node = llmodule.add_metadata([ll.Constant(lt.I32, DECORATION_ALIGNMENT),
+                                          ll.Constant(lt.I32, g.align)])
+            g.set_metadata("spirv.Decorations", llmodule.add_metadata([node]))
+
+
+def lowering_for(target) -> OpenClLowering:
+    """The lowering of a SPIR-V target (``bundle.toolchain`` looks this up)."""
+    return OpenClLowering(target)
+
+
+__all__ = ["OpenClLowering", "WorkItemState", "kernel_dims", "kernel_metadata", "mangled",
+           "opencl_math", "opencl_order", "require_extension", "required_extensions",
+           "spec_constant", "control_barrier", "SCOPE", "SYNC_SCOPES", "BARRIER_SEMANTICS",
+           "EXTENSIONS_METADATA", "FLOAT_ATOMIC_ADD", "const"]

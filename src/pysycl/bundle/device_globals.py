@@ -1,0 +1,227 @@
+"""The per-device instance of each ``device_global`` and host copies to and from it.
+
+SYCL (ext device_global, sycl-spec-notes.md 2.3): one instance per device and context,
+shared by every kernel on that device whatever image it is in, zero-initialised, kept
+across launches, bundles and spec-constant changes. Each loaded program has its own copy
+of the variable (an LLVM global, found by ``codegen.device_global_symbol``), so the
+instance is kept coherent by ownership, lazily:
+
+* ``owner``: the program whose global holds the current value, or ``None`` while only
+  the host-side ``shadow`` does (no kernel has used the variable yet; DPC++ keeps an
+  unreferenced variable in its host instance too).
+* Before a launch of program P that uses the variable: if P is not the owner, the value
+  moves to P (owner -> shadow -> P) and P becomes the owner. The common case, one
+  program launched again and again, costs one identity test per variable.
+* Host copies read or write the owner's global, or the shadow.
+
+With ``device_image_scope`` every program keeps its own instance (one per image): a
+host copy needs exactly one loaded program holding the variable (more is
+``errc.invalid``); with none it goes to the shadow, and the first program loaded takes
+the shadow's value (a copy before the first kernel initialises the variable).
+
+>>> inst = DeviceGlobalInstance("dev", "m.x", 4, False)
+>>> inst.host_write(None, 0, b"\\x01\\x00\\x00\\x00"); inst.host_read(None, 0, 4)
+b'\\x01\\x00\\x00\\x00'
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Iterable
+
+from ..errors import errc, exception
+
+_lock = threading.Lock()
+_instances: dict[tuple, "DeviceGlobalInstance"] = {}
+_registered_modules: set[str] = set()
+
+
+def _symbol(uid: str) -> str:
+    from ..codegen import device_global_symbol
+    return device_global_symbol(uid)
+
+
+def _wait(token) -> None:
+    wait = getattr(token, "wait", None)
+    if callable(wait):
+        wait()
+
+
+class _Program:
+    """Reads and writes one program's copy of a variable through its device's driver."""
+
+    __slots__ = ("program", "driver", "symbol")
+
+    def __init__(self, program, driver, symbol: str):
+        self.program, self.driver, self.symbol = program, driver, symbol
+
+    def read(self, stream, offset: int, out: memoryview) -> None:
+        p, d, n = self.program, self.driver, out.nbytes
+        if hasattr(p, "device_global_address"):                 # native CPU
+            import ctypes
+            addr = p.symbol_address(self.symbol)
+            ctypes.memmove((ctypes.c_char * n).from_buffer(out), addr + offset, n)
+        elif d.name == "cuda":
+            _wait(d.read_global(stream, p, self.symbol, out, offset, n))
+        else:                                                    # OpenCL
+            d.read_global(p, self.symbol, offset, out)
+
+    def write(self, stream, offset: int, data: memoryview) -> None:
+        p, d, n = self.program, self.driver, data.nbytes
+        if hasattr(p, "device_global_address"):
+            import ctypes
+            addr = p.symbol_address(self.symbol)
+            ctypes.memmove(addr + offset, bytes(data), n)
+        elif d.name == "cuda":
+            _wait(d.write_global(stream, p, self.symbol, data, offset))
+        else:
+            d.write_global(p, self.symbol, offset, data)
+
+
+class DeviceGlobalInstance:
+    """The instance of one device_global (``uid``) on one device."""
+
+    def __init__(self, device, uid: str, nbytes: int, image_scope: bool):
+        self.device, self.uid, self.nbytes, self.image_scope = device, uid, nbytes, image_scope
+        self.shadow = bytearray(nbytes)
+        self.dirty = False              # the shadow holds a value written by the host
+        self.owner: _Program | None = None
+        self.programs: list[_Program] = []   # loaded programs holding the variable
+        self.lock = threading.RLock()
+
+    # Programs -------------------------------------------------------------------------
+    def _entry(self, program, driver) -> _Program:
+        for e in self.programs:
+            if e.program is program:
+                return e
+        e = _Program(program, driver, _symbol(self.uid))
+        self.programs.append(e)
+        if self.image_scope and self.dirty:
+            e.write(None, 0, memoryview(self.shadow))
+        return e
+
+    def program_loaded(self, program, driver) -> None:
+        with self.lock:
+            self._entry(program, driver)
+
+    def before_launch(self, program, driver, stream) -> None:
+        """Make ``program``'s global hold the device's value (non-image-scope)."""
+        owner = self.owner
+        if owner is not None and owner.program is program:
+            return
+        with self.lock:
+            e = self._entry(program, driver)
+            owner = self.owner
+            if owner is e:
+                return
+            if owner is not None:
+                owner.read(stream, 0, memoryview(self.shadow))
+                self.dirty = True
+            if self.dirty:
+                e.write(stream, 0, memoryview(self.shadow))
+            self.owner = e
+
+    # Host copies ----------------------------------------------------------------------
+    def check_host_copy(self) -> None:
+        """``errc.invalid`` when a device_image_scope variable is in several images."""
+        if self.image_scope and len(self.programs) > 1:
+            raise exception(errc.invalid, f"device_global {self.uid} has the "
+                            "device_image_scope property and is present in "
+                            f"{len(self.programs)} device images on this device")
+
+    def _target(self) -> _Program | None:
+        if self.image_scope:
+            self.check_host_copy()
+            return self.programs[0] if self.programs else None
+        return self.owner
+
+    def host_read(self, stream, offset: int, nbytes: int) -> bytes:
+        with self.lock:
+            t = self._target()
+            if t is None:
+                return bytes(self.shadow[offset:offset + nbytes])
+            out = bytearray(nbytes)
+            t.read(stream, offset, memoryview(out))
+            return bytes(out)
+
+    def host_write(self, stream, offset: int, data) -> None:
+        data = memoryview(data).cast("B")
+        with self.lock:
+            t = self._target()
+            if t is None:
+                self.shadow[offset:offset + data.nbytes] = data
+                self.dirty = True
+            else:
+                t.write(stream, offset, data)
+
+
+def instance(device, uid: str, nbytes: int, image_scope: bool) -> DeviceGlobalInstance:
+    """The instance of ``uid`` on ``device`` (made on first use)."""
+    key = (device, uid)
+    inst = _instances.get(key)
+    if inst is None:
+        with _lock:
+            inst = _instances.get(key)
+            if inst is None:
+                inst = _instances[key] = DeviceGlobalInstance(device, uid, nbytes, image_scope)
+    return inst
+
+
+def instance_of(dg, device) -> DeviceGlobalInstance:
+    """The instance of host object ``dg`` (a ``sycl.device_global``) on ``device``."""
+    from ..properties import device_image_scope
+    return instance(device, dg.unique_id, dg.nbytes,
+                    dg.properties.has_property(device_image_scope))
+
+
+def image_device_globals(image) -> list[tuple[str, int, bool]]:
+    """``(unique_id, size, device_image_scope)`` of the variables an image holds."""
+    from . import property_sets as ps
+    out = []
+    module = image.module
+    if module is not None:
+        for d in module.device_globals:
+            out.append((d.unique_id, d.type.size, "sycl-device-image-scope" in d.properties))
+        return out
+    for uid, desc in image.property_sets.get(ps.DEVICE_GLOBALS, {}).items():
+        size, dis = ps.unpack_device_global_descriptor(desc)
+        out.append((uid, size, dis))
+    return out
+
+
+def launch_hooks(image, device) -> tuple[list, list]:
+    """``(per_launch, per_load)`` instances of an image's variables on ``device``."""
+    per_launch, per_load = [], []
+    for uid, size, dis in image_device_globals(image):
+        inst = instance(device, uid, size, dis)
+        (per_load if dis else per_launch).append(inst)
+    return per_launch, per_load
+
+
+def register_module_objects(module_name: str | None) -> None:
+    """Seed 004: register every specialization_id and device_global a Python module
+    defines (module level and class attributes) before any of its kernels runs."""
+    if not module_name or module_name in _registered_modules:
+        return
+    _registered_modules.add(module_name)
+    mod = sys.modules.get(module_name)
+    if mod is None:
+        return
+    from ..host_objects import _Identifiable
+
+    def visit(values: Iterable[Any], depth: int) -> None:
+        for v in list(values):
+            if isinstance(v, _Identifiable):
+                try:
+                    v.unique_id
+                except exception:
+                    pass
+            elif isinstance(v, type) and depth < 3 and v.__module__ == module_name:
+                visit(vars(v).values(), depth + 1)
+    visit(vars(mod).values(), 0)
+
+
+def reset() -> None:
+    """Forget every instance (tests)."""
+    with _lock:
+        _instances.clear()
