@@ -34,27 +34,38 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=",".join(WORKLOADS), help="comma list of " + ", ".join(WORKLOADS))
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--json", default="benchmarks/results/latest.json")
+    ap.add_argument("--backends", default="",
+                    help="comma list of backends to run (native_cpu, opencl, cuda); default all")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     report = Report()
     ocl = _opencl_peer_context()
     conv_n = 1024 if args.quick else 4096
     fir_n = (1 << 20) if args.quick else (4 << 20)
+    backends = {b for b in args.backends.split(",") if b}
     for dev in sycl.device.get_devices():
+        backend = str(dev.backend).split(".")[-1]
+        if backends and backend not in backends:
+            continue
         q = sycl.queue(dev)
         print(f"== {dev.name} [{dev.backend}]", flush=True)
-        if "conv" in only:
-            suite.conv3x3(report, q, conv_n, ocl)
-        if "fir" in only:
-            suite.fir(report, q, fir_n, opencl_ctx=ocl)
-        if "saxpy" in only:
-            suite.saxpy(report, q, fir_n * 4)
+        steps = [("conv", lambda: suite.conv3x3(report, q, conv_n, ocl)),
+                 ("fir", lambda: suite.fir(report, q, fir_n, opencl_ctx=ocl)),
+                 ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4))]
         for name in ("reduce", "histogram", "matmul", "build"):
             fn = getattr(suite, name, None)
-            if name in only and fn is not None:
-                fn(report, q, quick=args.quick)
-        if "launch" in only:
-            suite.launch_overhead(report, q)
+            if fn is not None:
+                steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))
+        steps.append(("launch", lambda: suite.launch_overhead(report, q)))
+        for name, step in steps:
+            if name not in only:
+                continue
+            try:   # a workload that fails on one device is reported, the rest still run
+                step()
+            except Exception as e:  # noqa: BLE001
+                from .harness import Measurement
+                report.add(Measurement(name, dev.name, "pysycl", None, False,
+                                       f"{type(e).__name__}: {e}"[:160], True))
         ocl = None   # the OpenCL C peers run once
     if "launch" in only and _opencl_peer_context() is not None:
         suite.opencl_launch_overhead(report, _opencl_peer_context())

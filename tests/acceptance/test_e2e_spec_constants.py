@@ -107,6 +107,10 @@ inner_t = np.dtype([("tag", np.int8), ("value", np.float64)], align=True)   # 7 
 outer_t = np.dtype([("a", np.int16), ("inner", inner_t), ("arr", np.int32, (3,)),
                     ("f", np.float32), ("flag", np.bool_)], align=True)
 
+# An over-aligned member (offset 16 in a 32-byte struct), explicit offsets/itemsize.
+overaligned_t = np.dtype({"names": ["c", "v", "s"], "formats": [np.int8, np.float32, np.int16],
+                          "offsets": [0, 16, 20], "itemsize": 32})
+
 SCALARS = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
            np.uint64, np.float16, np.float32, np.float64]
 
@@ -156,6 +160,8 @@ def _cases():
     cases += [
         Case("nested_struct", outer_t, _random_value(rng, outer_t)),
         Case("sycl_struct", Point, Point(np.float32(1.5), np.int16(-3))),
+        Case("overaligned_struct", overaligned_t, (5, 2.5, 7)),
+        Case("tuple_default_struct", inner_t, (3, -1.25)),
         Case("array_f32", np.dtype((np.float32, (5,))), rng.standard_normal(5)),
         Case("array_i64_2d", np.dtype((np.int64, (2, 3))),
              rng.integers(-10 ** 12, 10 ** 12, (2, 3))),

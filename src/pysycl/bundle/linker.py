@@ -6,7 +6,7 @@ assigns spec-constant numeric IDs over the whole linked module, then cuts one mo
 per kernel (device code split per kernel). Each linked kernel becomes one executable
 image per code-generation target:
 
-    lower spec constants (mode) -> work-group fission (native_cpu) -> codegen -> compiler
+    lower spec constants (mode) -> target IR passes (native_cpu: fission) -> codegen -> compiler
 
 Binaries go through ``bundle/cache.py`` (memory + disk) keyed by the canonical IR of
 the linked kernel, its spec-constant IDs, the target, the lowering mode and (literal
@@ -176,8 +176,7 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
         def compile_binary() -> bytes:
             module = toolchain.clone(lk.module)
             lower_spec_constants(module, lk.spec_ids, mode, values if mode == "literal" else None)
-            if target.backend == "native_cpu":
-                module = toolchain.work_group_fission(module)
+            module = toolchain.kernel_passes(module, target)
             llvm = toolchain.codegen(module, target)
             llvm_text.append(llvm)
             try:

@@ -41,7 +41,7 @@ def var_address(ctx: LoweringContext, name: str, op: Op) -> tuple[ll.Value, Type
     if not slot.per_item:
         return slot.ptr, slot.type
     lin = ctx.lowering.work_item(ctx, "local_linear_id", None)
-    return ctx.builder.gep(slot.ptr, [lin], inbounds=True, source_etype=ctx.mtype(slot.type)), slot.type
+    return lt.gep(ctx.builder, slot.ptr, [lin], ctx.mtype(slot.type), inbounds=True), slot.type
 
 
 def _llname(name: str) -> str:
@@ -114,8 +114,7 @@ def lower_array_get(ctx, op):
     # A dynamic index needs memory; SROA turns this back into selects when it can.
     tmp = ctx.alloca(ctx.mtype(arr.type))
     ctx.builder.store(ctx.get(arr), tmp)
-    p = ctx.builder.gep(tmp, [ll.Constant(lt.I64, 0), index64(ctx, idx)], inbounds=True,
-                        source_etype=ctx.mtype(arr.type))
+    p = lt.gep(ctx.builder, tmp, [ll.Constant(lt.I64, 0), index64(ctx, idx)], ctx.mtype(arr.type), inbounds=True)
     return ctx.load(p, elem)
 
 
@@ -162,22 +161,20 @@ def index64(ctx, v) -> ll.Value:
 @rule("ptr.offset")
 def lower_ptr_offset(ctx, op):
     p, i = op.operands
-    return ctx.builder.gep(ctx.get(p), [index64(ctx, i)], source_etype=ctx.mtype(p.type.pointee))
+    return lt.gep(ctx.builder, ctx.get(p), [index64(ctx, i)], ctx.mtype(p.type.pointee))
 
 
 @rule("ptr.elem")
 def lower_ptr_elem(ctx, op):
     p, i = op.operands
-    return ctx.builder.gep(ctx.get(p), [ll.Constant(lt.I64, 0), index64(ctx, i)],
-                           source_etype=ctx.mtype(p.type.pointee))
+    return lt.gep(ctx.builder, ctx.get(p), [ll.Constant(lt.I64, 0), index64(ctx, i)], ctx.mtype(p.type.pointee))
 
 
 @rule("ptr.field")
 def lower_ptr_field(ctx, op):
     (p,) = op.operands
     idx, _ = lt.field_index(p.type.pointee, op.attrs["field"])
-    return ctx.builder.gep(ctx.get(p), [ll.Constant(lt.I32, 0), ll.Constant(lt.I32, idx)],
-                           source_etype=ctx.mtype(p.type.pointee))
+    return lt.gep(ctx.builder, ctx.get(p), [ll.Constant(lt.I32, 0), ll.Constant(lt.I32, idx)], ctx.mtype(p.type.pointee))
 
 
 @rule("load")
@@ -204,7 +201,7 @@ def lower_acc_ptr(ctx, op):
     for d in range(1, len(idx)):  # row-major over the memory range (SYCL 4.7.6.9)
         lin = bld.add(bld.mul(lin, acc.ranges[d]), idx[d])
     lin = bld.add(lin, acc.offset)
-    return bld.gep(acc.ptr, [lin], inbounds=True, source_etype=ctx.mtype(acc.elem))
+    return lt.gep(bld, acc.ptr, [lin], ctx.mtype(acc.elem), inbounds=True)
 
 
 @rule("acc.range")

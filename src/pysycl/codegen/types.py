@@ -113,3 +113,15 @@ def is_aggregate(t: Type) -> bool:
 
 __all__ = ["value_type", "memory_type", "pointer", "field_index", "is_expanded",
            "has_storage", "is_aggregate", "I1", "I8", "I32", "I64", "VOID", "ir_types"]
+
+
+def gep(builder, ptr, indices, etype, inbounds: bool = False):
+    """``getelementptr`` that works for typed and opaque llvmlite pointers.
+
+    llvmlite computes the result type from ``source_etype`` without stepping into it
+    when the pointer is typed (an alloca), so a struct-field GEP came back typed as the
+    struct pointer and the following store was rejected; typed pointers carry their
+    element type anyway, so it is passed only for opaque ones (parameters)."""
+    if getattr(ptr.type, "is_opaque", False):
+        return builder.gep(ptr, indices, inbounds=inbounds, source_etype=etype)
+    return builder.gep(ptr, indices, inbounds=inbounds)

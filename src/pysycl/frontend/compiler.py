@@ -226,7 +226,7 @@ class ImageBuilder:
         return self.spec[uid]
 
     def use_spec_placeholder(self, ph: SpecPlaceholder) -> SpecConstantDecl:
-        # The runtime binds "@param:<name>" to the placeholder's specialization_id at
+        # The runtime binds "@param:<kernel>:<name>" to the placeholder's specialization_id at
         # launch; until then its default is zero.
         uid = ph.unique_id
         if uid not in self.spec:

@@ -14,7 +14,7 @@ struct / vec / array dtype  struct              struct / vec / array type (by va
 ``local_accessor[T, D]``    local_accessor      ``local_accessor<T,D>``
 ``global_ptr[T]``           global_ptr          ``ptr<global,T>``
 ``annotated_ptr[T, p]``     global_ptr          ``ptr<global,T>`` + meta properties
-``spec_constant[T]``        spec_placeholder    none: ``p.get()`` is ``spec.get{id="@param:p"}``
+``spec_constant[T]``        spec_placeholder    none: ``p.get()`` is ``spec.get{id="@param:<kernel>:p"}``
 ==========================  ==================  ==========================================
 
 >>> import numpy as np

@@ -14,18 +14,19 @@ import builtins
 from ..errors import errc, exception
 from .base import property
 
-SPEC_CONSTANT_LOWERING_MODES = ("auto", "literal", "emulated")
+SPEC_CONSTANT_LOWERING_MODES = ("auto", "literal", "emulated", "native")
 
 
 class spec_constant_lowering(property):
     """How specialization constants become code: ``"auto"`` (native where the target
     has them, else literal), ``"literal"`` (folded at build), ``"emulated"`` (read from
-    the implicit buffer argument).
+    the implicit buffer argument), ``"native"`` (SPIR-V OpSpecConstant, set at program
+    build; SPIR-V targets only).
 
     >>> spec_constant_lowering("fast")
     Traceback (most recent call last):
     ...
-    pysycl.errors.exception: spec_constant_lowering: mode 'fast' is not one of 'auto', 'literal', 'emulated'
+    pysycl.errors.exception: spec_constant_lowering: mode 'fast' is not one of 'auto', 'literal', 'emulated', 'native'
     """
 
     meta_name = "sycl-spec-constant-lowering"

@@ -466,4 +466,7 @@ def test_kernel_names_nvptx_cannot_spell_are_sanitised():
     name = "tests.f.<locals>.vadd"
     ptx = compile_ptx(llvm_of(vadd_module(name=name)), [name], cpu="sm_90")
     assert f".entry {ptx_symbol(name)}(" in ptx and "<" not in ptx_symbol(name)
-    assert ptx_symbol("app.vadd") == "app.vadd"
+    assert ptx_symbol("vadd") == "vadd"
+    ptx = compile_ptx(llvm_of(vadd_module(name="app.vadd")), ["app.vadd"], cpu="sm_90")
+    entry = ptx.split(".entry ", 1)[1].split("(", 1)[0]
+    assert entry == ptx_symbol("app.vadd") and "." not in entry and "app.vadd" not in ptx

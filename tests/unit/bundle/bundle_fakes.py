@@ -1,7 +1,7 @@
 """Fakes for bundle tests that need no frontend, codegen or device: hand-built IR kernels
 registered like ``@sycl.kernel`` functions, devices/contexts, and a toolchain whose
-"codegen" prints IR and whose "driver" records launches. A minimal linker stands in
-while ``passes/link.py`` is absent."""
+"codegen" prints IR and whose "driver" records launches (the real ``passes/link.py``
+links)."""
 from __future__ import annotations
 
 import dataclasses
@@ -97,57 +97,6 @@ def spec_decl(uid, dtype, default):
     return SpecConstantDecl(uid, type_from_dtype(dt), arr.tobytes())
 
 
-# -- a minimal linker (used only when passes/link.py is absent) --------------------------
-def _link_modules(modules, name="linked"):
-    out = Module(name)
-    defined = {}
-    for m in modules:
-        for f in m.functions:
-            if f.is_declaration:
-                continue
-            if f.name in defined and f.kind in ("kernel", "external"):
-                raise exception(errc.build, f"duplicate definition of {f.kind} {f.name!r}")
-            defined[f.name] = f
-    decls = {}
-    for m in modules:
-        for f in m.functions:
-            if f.is_declaration and f.name not in defined:
-                decls.setdefault(f.name, f)
-        for s in m.spec_constants:
-            if out.spec_constant(s.unique_id) is None:
-                out.spec_constants.append(s)
-    out.functions = list(defined.values()) + list(decls.values())
-    return out
-
-
-def _unresolved(module):
-    return [f.name for f in module.functions if f.is_declaration]
-
-
-def _reachable(module, roots):
-    keep, todo = [], list(roots)
-    while todo:
-        n = todo.pop()
-        if n in keep:
-            continue
-        keep.append(n)
-        f = module.get_function(n)
-        for op in f.walk():
-            if op.name == "call":
-                todo.append(op.attrs["callee"])
-    out = Module(module.name, [f for f in module.functions if f.name in keep])
-    used = {op.attrs["id"] for f in out.functions for op in f.walk() if op.name == "spec.get"}
-    out.spec_constants = [s for s in module.spec_constants if s.unique_id in used]
-    return out
-
-
-def install_fake_linker(monkeypatch):
-    if toolchain._try_import("pysycl.passes.link") is None:
-        monkeypatch.setattr(toolchain, "link_modules", _link_modules)
-        monkeypatch.setattr(toolchain, "unresolved_symbols", _unresolved)
-        monkeypatch.setattr(toolchain, "reachable_module", _reachable)
-
-
 # -- fake codegen / compiler / driver -------------------------------------------------
 @dataclasses.dataclass
 class FakeProgram:
@@ -199,7 +148,6 @@ def install_fake_toolchain(monkeypatch, tmp_path):
     toolchain.set_override("codegen", lambda m, t: f"; target {t.name}\n" + toolchain.print_ir(m))
     toolchain.set_override("compiler", FakeCompiler)
     toolchain.set_override("driver", lambda dev: driver)
-    install_fake_linker(monkeypatch)
     return driver
 
 

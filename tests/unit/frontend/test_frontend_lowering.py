@@ -302,9 +302,10 @@ def test_spec_constants_and_device_globals():
     mod = __name__
     assert f'spec_const "{mod}.coeff" : f32 default = x"00004040"' in text
     assert f'spec_const "{mod}.pt_id"' in text
-    assert 'spec_const "@param:p" : i32' in text
+    ph = f"@param:{k_spec.name}:p"     # placeholders are qualified by their kernel
+    assert f'spec_const "{ph}" : i32' in text
     assert f'spec.get {{id = "{mod}.coeff"}} : f32' in text
-    assert 'spec.get {id = "@param:p"} : i32' in text
+    assert f'spec.get {{id = "{ph}"}} : i32' in text
     assert 'struct.get' in text and '{field = "x"}' in text
     assert f'device_global "{mod}.hits" : i32' in text
     assert f'dg.addr {{id = "{mod}.table"}} : ptr<global,[8 x i32]>' in text

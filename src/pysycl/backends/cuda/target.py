@@ -162,17 +162,20 @@ def target_for_name(name: str) -> Target | None:
     return cuda_target((sm // 10, sm % 10))
 
 
-_PTX_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
+_PTX_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 
 
 def ptx_symbol(kernel_name: str) -> str:
-    """The PTX ``.entry`` name of a kernel. NVPTX aborts the process ("Symbol name with
-    unsupported characters") on names such as ``f.<locals>.k``; those characters become
-    ``_`` and a hash of the full name keeps distinct kernels distinct. Codegen, the
+    """The PTX ``.entry`` name of a kernel: PTX identifiers are ``[A-Za-z0-9_$]``.
+    NVPTX aborts the process ("Symbol name with unsupported characters") on names such
+    as ``f.<locals>.k``, and it emits ``.entry mod.k`` as is, which the driver loads but
+    then runs as a kernel that writes nothing (seen on an H200, driver 580: every
+    ``module.kernel`` name failed, ``kernel`` names worked). Other characters become
+    ``_`` plus a hash of the full name, so distinct kernels stay distinct. Codegen, the
     compiler's checks and the driver's lookup all go through this one function.
 
-    >>> ptx_symbol("app.vadd"), ptx_symbol("t.<locals>.k")[:12]
-    ('app.vadd', 't._locals_.k')
+    >>> ptx_symbol("vadd"), ptx_symbol("app.vadd")[:9], ptx_symbol("t.<locals>.k")[:12]
+    ('vadd', 'app_vadd_', 't__locals__k')
     """
     if all(c in _PTX_NAME_CHARS for c in kernel_name) and not kernel_name[:1].isdigit():
         return kernel_name

@@ -122,13 +122,23 @@ class NativeCpuLowering(TargetLowering):
         return _product(ctx.entry_builder(), ctx.wi.local_range)
 
     def work_group_items(self, ctx: LoweringContext, op: Op) -> None:
+        # Loop only over the kernel's own dimensions (the others have one item): the
+        # last real dimension is then the innermost loop, the one LLVM vectorises. Looping
+        # over all three would leave an inner loop of unknown trip count 1 there.
         group_level = ctx.wi.local_id
         ids: list = []
+        dims = kernel_dims(ctx.function)
+        ndims = dims[0] if len(dims) == 1 else 3
 
         def nest(d: int):
             if d == 3:
                 ctx.wi.local_id = list(ids)
                 ctx.lower_region(op.regions[0])
+                return
+            if d >= ndims:
+                ids.append(_ZERO)
+                nest(d + 1)
+                ids.pop()
                 return
             def body(i):
                 ids.append(i)

@@ -330,6 +330,10 @@ class OpenCLDriver(Driver):
              nbytes: int, *, wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
         """Copy ``nbytes``; each side is an allocation or a host buffer (memoryview)."""
         events = [e.event for e in wait_for]
+        if stream is None:   # a copy outside any queue (buffer write-back to the host)
+            alloc = next((a for a in (dst, src) if isinstance(a, OpenCLAllocation)), None)
+            if alloc is not None:
+                stream = self._queue_for(alloc.context, alloc.device)
         d_buf = isinstance(dst, OpenCLAllocation) and dst.buffer is not None
         s_buf = isinstance(src, OpenCLAllocation) and src.buffer is not None
         if d_buf or s_buf:
@@ -525,11 +529,15 @@ class OpenCLDriver(Driver):
                                  wait_for, True, data)
 
     def _private_queue(self, program: OpenCLProgram):
-        key = id(program.context), program.device.handle.int_ptr
+        return self._queue_for(program.context, program.device)
+
+    def _queue_for(self, context, device: DeviceDescription):
+        """The driver's own in-order queue for (context, device)."""
+        key = id(context), device.handle.int_ptr
         with self._lock:
             q = self._global_queues.get(key)
             if q is None:
-                q = cl.CommandQueue(program.context, program.device.handle)
+                q = cl.CommandQueue(context, device.handle)
                 self._global_queues[key] = q
             return q
 

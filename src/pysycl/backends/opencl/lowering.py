@@ -155,7 +155,12 @@ class OpenClLowering(TargetLowering):
             n = len(param_types(p, True, self))
             if n and lt.is_aggregate(p.type):
                 arg = llfn.args[i]
-                set.add(arg.attributes, f"byval({lt.memory_type(p.type, self.addrspaces)})")
+                mt = lt.memory_type(p.type, self.addrspaces)
+                if isinstance(p.type, ArrayType):
+                    # The Intel runtime sizes a ``byval([N x T])`` argument wrongly
+                    # (clSetKernelArg: INVALID_ARG_SIZE); a one-member struct is the same bytes.
+                    mt = ll.LiteralStructType([mt], packed=True)
+                set.add(arg.attributes, f"byval({mt})")
                 arg.attributes.align = max(p.type.align, 1)
             i += n
 

@@ -60,6 +60,10 @@ class _Codegen:
         self.llvm = llvm
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
+        # IndVarSimplify replaces loop exit values by SCEV closed forms, which for sums
+        # (``acc += x * (k + 1)``) multiply in i65; LLVM 22's SPIR-V backend then dies
+        # with "OpTypeInt ... requires SPV_ALTERA_arbitrary_precision_integers".
+        llvm.set_option("pysycl-spirv", "-replexitval=never")
         self.extensions: str | None = None   # None: never set in this process
 
     def set_extensions(self, extensions: str) -> None:
