@@ -76,16 +76,18 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
            device, _spec_key(spec_values), _hashable(launch_properties),
            id(bundle) if bundle is not None else None, image_selector)
     hit = _launchers.get(key)
-    if hit is not None and hit.kernel_ref is kernel_ref(kernel):
+    # ``bundle_ref``: id(bundle) of a collected bundle may be reused by a new one.
+    if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
         return hit
     with _lock:
         lock = _building.setdefault(key, threading.Lock())
     with lock:
         hit = _launchers.get(key)
-        if hit is not None and hit.kernel_ref is kernel_ref(kernel):
+        if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
             return hit
         launcher = _make_launcher(kernel, device, bundle, image_selector, dict(key[2]),
                                   launch_properties)
+        launcher.bundle_ref = bundle
         stats.bump("launcher_builds")
         _launchers[key] = launcher
     with _lock:
@@ -194,6 +196,8 @@ def _ints(text: str | None):
 
 class Launcher:
     """Launches one kernel image on one device with fixed spec-constant values."""
+
+    bundle_ref = None   # the kernel_bundle it was made from (get_launcher's cache check)
 
     def __init__(self, kid: kernel_id, image: device_image, device, values: dict[str, bytes]):
         self.kernel_id = kid
