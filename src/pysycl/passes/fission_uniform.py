@@ -46,7 +46,8 @@ class _Info:
         self.decls: dict[str, Op] = {}
         self.loads: dict[str, list] = {}     # name -> [(op, region, items op or None)]
         self.stores: dict[str, list] = {}
-        self.pinned: set[str] = set()        # var.addr / for variables / inner decls
+        self.pinned: set[str] = set()        # var.addr / decls inside regions
+        self.for_vars: set[str] = set()
         for op in f.body.ops:
             if op.name == "var":
                 self.decls.setdefault(op.attrs["name"], op)
@@ -64,7 +65,7 @@ class _Info:
             elif op.name == "var" and not top:
                 self.pinned.add(name)
             elif op.name == "for":
-                self.pinned.add(op.attrs["var"])
+                self.for_vars.add(op.attrs["var"])
             inner = op if op.name == "wg.items" else items
             for reg in op.regions:
                 self._walk(reg, inner)
@@ -73,15 +74,14 @@ class _Info:
         d = self.decls.get(name)
         return d is not None and bool(d.attrs.get("per_item"))
 
-    def group_var(self, name: str) -> bool:
+    def group(self, name: str) -> bool:
+        """A group var read safely as uniform: declared at the top, not per item, never
+        addressed (a group-level loop's variable counts)."""
         d = self.decls.get(name)
-        return d is not None and not d.attrs.get("per_item") and name not in self.pinned \
-            or (d is not None and not d.attrs.get("per_item") and _is_for_var(name, self))
+        return d is not None and not d.attrs.get("per_item") and name not in self.pinned
 
-
-def _is_for_var(name: str, info: _Info) -> bool:
-    # Group-level for variables are group vars assigned only by their loop.
-    return name in info.pinned and name not in info.stores
+    def candidate(self, name: str) -> bool:
+        return self.per_item(name) and name not in self.pinned and name not in self.for_vars
 
 
 def optimise_fission(f: Function) -> None:
@@ -159,7 +159,7 @@ def _parent_map(r: Region, out: dict) -> dict:
 def _item_expressions(f: Function) -> None:
     info = _Info(f)
     for name, decl in list(info.decls.items()):
-        if not info.per_item(name) or name in info.pinned:
+        if not info.candidate(name):
             continue
         stores = info.stores.get(name, [])
         loads = info.loads.get(name, [])
@@ -193,7 +193,7 @@ def _uniform_vars(f: Function) -> bool:
     parents = _parent_map(f.body, {})
     changed = False
     for name, decl in list(info.decls.items()):
-        if not info.per_item(name) or name in info.pinned:
+        if not info.candidate(name):
             continue
         stores = info.stores.get(name, [])
         if not stores or any(i is None for _, _, i in info.loads.get(name, [])):
@@ -208,9 +208,7 @@ def _uniform_vars(f: Function) -> bool:
             def ok(op, sreg=sreg):
                 if op.name == "var.load":
                     v = op.attrs["name"]
-                    return v == name or (not info.per_item(v) and v in info.decls
-                                         and not _stores_in(sreg.ops, v)
-                                         and (v not in info.pinned or _is_for_var(v, info)))
+                    return v == name or (info.group(v) and not _stores_in(sreg.ops, v))
                 return op.name in UNIFORM_EXPR
             chain = _chain(sop.operands[0], ok)
             at = sreg.ops.index(sop)
@@ -252,12 +250,13 @@ def _interchange_items(f: Function, items: Op) -> list[Op] | None:
     if not body or body[-1].name != "for":
         return None
     loop = body[-1]
-    pre = body[:-1]
+    var = loop.attrs["var"]
+    own = [p for p in body[:-1] if p.name == "var" and p.attrs.get("name") == var]
+    pre = [p for p in body[:-1] if p not in own]
     if any(p.name not in UNIFORM_EXPR or p.regions for p in pre):
         return None
-    var = loop.attrs["var"]
     info = _Info(f)
-    decl = info.decls.get(var)
+    decl = own[0] if own else info.decls.get(var)
     if decl is None or _stores_in(loop.regions[0].ops, var) or var in info.stores:
         return None
     if _has_terminator(loop.regions[0].ops):
@@ -268,6 +267,8 @@ def _interchange_items(f: Function, items: Op) -> list[Op] | None:
     # for var: a group var now; the loop body becomes a region of its own (and may be
     # interchanged again).
     decl.attrs.pop("per_item", None)
+    if own:   # declared in the region: now a group var, declared at the top
+        f.body.ops.insert(0, decl)
     inner = Op("wg.items", regions=[Region(list(loop.regions[0].ops))], loc=items.loc)
     nested = _interchange_items(f, inner)
     loop.regions[0] = Region(nested if nested is not None else [inner])
@@ -293,9 +294,7 @@ def _has_terminator(ops) -> bool:
 def _unwrap_uniform_regions(f: Function) -> None:
     info = _Info(f)
 
-    def group(v: str) -> bool:
-        return v in info.decls and not info.per_item(v) and \
-            (v not in info.pinned or _is_for_var(v, info))
+    group = info.group
 
     def uniform(op: Op) -> bool:
         if op.regions:

@@ -36,6 +36,7 @@ from pysycl.errors import errc, exception
 from pysycl.ir.core import Function, Module, Op, Region
 from pysycl.ir.verifier import describe_loc
 
+from .fission_uniform import optimise_fission
 from .fission_values import drop_dead_code, localise_values, place_vars
 from .lower_group_reduce import lower_group_reduce
 from .uniformity import Uniformity
@@ -72,6 +73,7 @@ def fission_kernel(f: Function, m: Module) -> None:
     _split(f.body, marker.group_ops, hoisted)
     fission_vars = localise_values(f)
     place_vars(f, hoisted, fission_vars)
+    optimise_fission(f)
     drop_dead_code(f)
 
 
