@@ -9,7 +9,8 @@ from pathlib import Path
 from . import suite
 from .harness import Report
 
-WORKLOADS = ("conv", "fir", "saxpy", "reduce", "histogram", "matmul", "launch", "build")
+WORKLOADS = ("conv", "fir", "saxpy", "reduce", "histogram", "matmul", "restrict", "launch",
+             "build")
 
 
 def _opencl_peer_context():
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
         steps = [("conv", lambda: suite.conv3x3(report, q, conv_n, ocl)),
                  ("fir", lambda: suite.fir(report, q, fir_n, opencl_ctx=ocl)),
                  ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4))]
-        for name in ("reduce", "histogram", "matmul", "build"):
+        for name in ("reduce", "histogram", "matmul", "restrict", "build"):
             fn = getattr(suite, name, None)
             if fn is not None:
                 steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))

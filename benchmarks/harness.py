@@ -3,6 +3,12 @@
 Times are medians of repeated runs after a warm-up (the first call builds); every
 implementation's output is checked against NumPy before its time is reported, and a
 wrong answer is reported as such, never timed.
+
+The implementations of one workload are timed *interleaved* (round-robin: pysycl,
+peer, floor, pysycl, ...) so that a burst of load on this shared machine slows all of
+them alike and the ratios stay meaningful; ``Report.run`` checks at once and queues the
+timing, ``Report.flush`` (called before a workload frees its memory, and by ``table``)
+times the queue.
 """
 from __future__ import annotations
 
@@ -51,8 +57,11 @@ def check(result, expected, rtol=1e-4, atol=1e-4) -> bool:
 class Report:
     def __init__(self):
         self.rows: list[Measurement] = []
+        self._pending: list = []
 
     def add(self, m: Measurement) -> None:
+        if self._pending and m.seconds is not None and not any(p[0] is m for p in self._pending):
+            self.flush()
         self.rows.append(m)
         t = f"{m.seconds * 1e3:10.3f} ms" if m.seconds is not None else "       -    "
         status = "ok" if m.ok else "WRONG"
@@ -64,14 +73,38 @@ class Report:
         try:
             out = fn()
             ok = True if expected is None else check(out, expected, rtol, atol)
-            seconds = median_time(fn, repeat=repeat, warmup=0) if ok else None
         except Exception as e:  # a peer or a pysycl failure is reported, not fatal
-            ok, seconds, note = False, None, f"{type(e).__name__}: {e}"[:120]
-        m = Measurement(workload, device, impl, seconds, ok, note, is_pysycl, is_floor)
-        self.add(m)
+            ok, note = False, f"{type(e).__name__}: {e}"[:120]
+        m = Measurement(workload, device, impl, None, ok, note, is_pysycl, is_floor)
+        if ok:
+            self._pending.append((m, fn, repeat))
+        else:
+            self.add(m)
         return m
 
+    def flush(self) -> None:
+        """Time the queued implementations round-robin; add their measurements."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        times: list[list[float]] = [[] for _ in pending]
+        rounds = max(r for _, _, r in pending)
+        for i in range(rounds):
+            for (m, fn, repeat), ts in zip(pending, times):
+                if i >= repeat or not m.ok:
+                    continue
+                try:
+                    t0 = time.perf_counter()
+                    fn()
+                    ts.append(time.perf_counter() - t0)
+                except Exception as e:  # noqa: BLE001
+                    m.ok, m.note = False, f"{type(e).__name__}: {e}"[:120]
+        for (m, _, _), ts in zip(pending, times):
+            m.seconds = statistics.median(ts) if (m.ok and ts) else None
+            self.add(m)
+
     def table(self) -> str:
+        self.flush()
         lines = ["| workload | device | pysycl | best peer | pysycl / best peer | vs memory floor |",
                  "|---|---|---|---|---|---|"]
         groups: dict[tuple[str, str], list[Measurement]] = {}
@@ -91,6 +124,7 @@ class Report:
         return "\n".join(lines)
 
     def write_json(self, path: Path) -> None:
+        self.flush()
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.platform(),
                "processor": platform.processor(),

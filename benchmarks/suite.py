@@ -73,6 +73,7 @@ def conv3x3(report: Report, q, n: int, opencl_ctx=None) -> None:
     if opencl_ctx is not None:
         _opencl_conv(report, wl, opencl_ctx, img, coeff, expected)
     _copy_floor(report, wl, dev, img)
+    report.flush()
     b_in.close(); b_out.close(); sycl.free(d_coeff, q)
 
 
@@ -146,6 +147,7 @@ def fir(report: Report, q, n: int, taps_counts=(7, 16, 33), opencl_ctx=None) -> 
                        rtol=1e-3, atol=1e-3)
         if opencl_ctx is not None:
             _opencl_fir(report, wl, opencl_ctx, x, taps, n, ntaps, expected)
+        report.flush()
         for a in (dx, dt, dy):
             sycl.free(a, q)
 
@@ -197,6 +199,7 @@ def saxpy(report: Report, q, n: int) -> None:
             return ny
         report.run(wl, dev, "numba parallel", nb, a * x + y0)
     _copy_floor(report, wl, dev, x)
+    report.flush()
     sycl.free(dx, q); sycl.free(dy, q)
 
 
@@ -268,6 +271,7 @@ def reduce(report: Report, q, quick: bool = False) -> None:
     if peers_numba.available():
         report.run(wl, dev, "numba parallel",
                    lambda: np.array([peers_numba.reduce_sum(x)], np.float32), expected, rtol=1e-3)
+    report.flush()
     sycl.free(dx, q); sycl.free(total, q)
 
 
@@ -291,6 +295,7 @@ def histogram(report: Report, q, quick: bool = False) -> None:
         out = np.empty(nbins, np.int32)
         report.run(wl, dev, "numba parallel",
                    lambda: (peers_numba.histogram(x, nbins, out), out)[1], expected)
+    report.flush()
     sycl.free(dx, q); sycl.free(bins, q)
 
 
@@ -318,6 +323,7 @@ def matmul(report: Report, q, quick: bool = False) -> None:
         out = np.empty((n, n), np.float32)
         report.run(wl, dev, "numba parallel", lambda: (peers_numba.matmul(a, b, out), out)[1],
                    expected, rtol=1e-3, atol=1e-2, repeat=3)
+    report.flush()
     for p in (da, db, dc):
         sycl.free(p, q)
 
@@ -328,3 +334,27 @@ def build(report: Report, q, quick: bool = False) -> None:
     from . import build_latency
     for m in build_latency.measure(q):
         report.add(m)
+
+
+def restrict(report: Report, q, quick: bool = False) -> None:
+    """``sycl.restrict`` on the native CPU (bench_restrict's ``lut`` pair: the table
+    index is data, so only ``noalias`` lets LLVM vectorise). The plain kernel is the peer,
+    so the ratio column reads restrict / plain."""
+    if q.get_device().backend.name != "native_cpu":
+        return
+    from . import bench_restrict as B
+    dev, n = q.get_device().name, (1 << 20) if quick else (4 << 20)
+    x = RNG.random(n, dtype=np.float32)
+    ix = RNG.integers(0, B.LUT_SIZE, n).astype(np.int32)
+    lut = RNG.random(B.LUT_SIZE + 1, dtype=np.float32)
+    dx, dix, dlut, do = _usm(q, x), _usm(q, ix), _usm(q, lut), _usm(q, np.zeros(n, np.float32))
+    expected = lut[ix] * x + lut[ix + 1]
+    wl = f"restrict lut {n // (1 << 20)}M"
+    for impl, k in (("pysycl (restrict)", B.lut_restrict), ("pysycl (no restrict)", B.lut_plain)):
+        def run(k=k):
+            q.parallel_for(sycl.range(n), k, do, dx, dix, dlut).wait()
+            return np.asarray(do)
+        report.run(wl, dev, impl, run, expected, is_pysycl=k is B.lut_restrict, repeat=15,
+                   rtol=1e-6, atol=0)
+    for p in (dx, dix, dlut, do):
+        sycl.free(p, q)

@@ -38,6 +38,24 @@ def debug_options() -> frozenset[str]:
     return frozenset(s.strip() for s in raw.split(",") if s.strip())
 
 
+def debug_checks() -> frozenset[str]:
+    """The run-time checks compiled into kernels (``codegen.debug_checks``). Any
+    ``PYSYCL_DEBUG`` value makes a debug build, whose ``assert`` statements are checked;
+    ``bounds`` (or ``all``) adds accessor and fixed-array bounds checks that raise
+    ``errc.kernel`` on the host.
+
+    >>> sorted(debug_checks()) if not debug_options() else None
+    []
+    """
+    opts = debug_options()
+    if not opts or opts <= {"0", "off", "false", "no"}:
+        return frozenset()
+    checks = {"assert"}
+    if opts & {"bounds", "all", "1"}:
+        checks.add("bounds")
+    return frozenset(checks)
+
+
 def num_threads() -> int:
     """Worker threads of the native CPU device (``PYSYCL_NUM_THREADS``)."""
     raw = os.environ.get("PYSYCL_NUM_THREADS")
@@ -72,10 +90,13 @@ def spirv_tools_dir() -> str | None:
     return os.environ.get("PYSYCL_SPIRV_TOOLS") or None
 
 
-def spirv_validate() -> bool:
-    """``PYSYCL_SPIRV_VALIDATE=1``: run ``spirv-val`` on every SPIR-V module compiled
-    (tests and debugging; a rejection is ``errc.build``)."""
-    return os.environ.get("PYSYCL_SPIRV_VALIDATE", "0") not in ("0", "false", "off", "no", "")
+def spirv_validate() -> str:
+    """``PYSYCL_SPIRV_VALIDATE``: ``auto`` (default) runs ``spirv-val`` on every SPIR-V
+    module when the tool is installed, ``1`` requires it, ``0`` skips it."""
+    raw = os.environ.get("PYSYCL_SPIRV_VALIDATE", "auto").strip().lower()
+    if raw in ("0", "false", "off", "no"):
+        return "off"
+    return "auto" if raw in ("", "auto") else "on"
 
 
 def cuda_home() -> str | None:

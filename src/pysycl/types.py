@@ -83,6 +83,9 @@ class LocalAccessorAnnotation:
 class GlobalPtrAnnotation:
     dtype: np.dtype
     properties: Any = None  # annotated_ptr properties
+    # True for ``annotated_ptr[T, p]``: its properties also annotate the pointer
+    # (``llvm.ptr.annotation``, seed 003), not only the kernel parameter.
+    annotated: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +150,7 @@ class annotated_ptr:
     def __class_getitem__(cls, params):
         if not isinstance(params, tuple) or len(params) != 2:
             raise TypeError("use sycl.annotated_ptr[T, sycl.properties(...)]")
-        return GlobalPtrAnnotation(as_dtype(params[0]), params[1])
+        return GlobalPtrAnnotation(as_dtype(params[0]), params[1], annotated=True)
 
 
 class item:

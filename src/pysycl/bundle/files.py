@@ -120,8 +120,13 @@ def load_kernel_bundle(ctx, path, state=None) -> kernel_bundle:
     ``ctx``. Executable images bind to the context's devices of their target; images
     for targets no device has are left out. ``state``, if given, must match the file
     (``errc.invalid`` otherwise, as DPC++)."""
-    with open(os.fspath(path), "rb") as fh:
-        f = syclbin.read_syclbin(fh.read())
+    try:
+        with open(os.fspath(path), "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise exception(errc.invalid, f"cannot read kernel bundle file {os.fspath(path)!r}: "
+                                      f"{e.strerror}") from None
+    f = syclbin.read_syclbin(data)
     file_state = bundle_state(int(f.state))
     if state is not None and getattr(state, "value", state) != file_state.value:
         raise exception(errc.invalid, "kernel_bundle state does not match the state of the "

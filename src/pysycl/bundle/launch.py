@@ -25,7 +25,6 @@ from typing import Any, Mapping, Sequence
 from ..backends.base import KernelArg, KernelArgKind
 from ..errors import errc, exception
 from ..ir.core import Function
-from ..ir.types import IndexSpaceType
 from . import device_globals, stats, toolchain
 from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle, kernel_object, spec_uid, spec_value_bytes
@@ -307,11 +306,9 @@ class Launcher:
         kfn = kid.kernel
         if kfn is not None and callable(getattr(kfn, "signature", None)):
             return kfn.signature()
-        index = [p for p in fn.params if isinstance(p.type, IndexSpaceType)
-                 and p.type.kind in ("id", "item", "nd_item")]
-        return type("KernelSignature", (), {
-            "params": tuple(fn.params), "index_kind": index[0].type.kind if index else None,
-            "dims": index[0].type.dims if index else None})()
+        # A kernel loaded from a bundle file whose Python module is not imported.
+        from ..frontend.signature import signature_from_ir
+        return signature_from_ir(fn)
 
     @property
     def program(self):

@@ -22,6 +22,7 @@ import dataclasses
 import threading
 from typing import Iterable, Mapping
 
+from .. import config
 from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
@@ -148,6 +149,9 @@ def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> Cache
     }
     if target.backend == "native_cpu":
         parts["host_cpu"] = toolchain.host_cpu()
+    debug = config.debug_checks()
+    if debug:  # debug builds compile checks in (codegen.debug_checks)
+        parts["debug"] = ",".join(sorted(debug))
     return CacheKey(parts)
 
 
@@ -161,7 +165,7 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
     target = toolchain.device_target(devices[0])
     mode = resolve_lowering(mode, target)
     value_bytes = lk.spec_ids.buffer(values) if mode == "literal" and lk.spec_ids.ids else b""
-    memo = (id(lk), target.name, mode, value_bytes, tuple(devices))
+    memo = (id(lk), target.name, mode, value_bytes, tuple(devices), config.debug_checks())
     img = _executables.get(memo)
     if img is not None:
         return img

@@ -63,12 +63,8 @@ def input_image(kid: kernel_id) -> device_image:
 
 
 def _externals_by_module() -> dict[str, list]:
-    try:
-        defined = _frontend_registry().externals_defined()
-    except ImportError:
-        return {}
     out: dict[str, list] = {}
-    for ext in defined.values():
+    for ext in _frontend_registry().external_definitions():
         out.setdefault(kernel_function_module(ext) or "?", []).append(ext)
     return out
 

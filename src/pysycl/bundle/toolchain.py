@@ -14,6 +14,7 @@ import functools
 import platform
 from typing import Any, Sequence
 
+from .. import config
 from ..backends import registry
 from ..codegen.module import lower_module
 from ..errors import errc, exception
@@ -156,7 +157,9 @@ def codegen(module: Module, target) -> str:
     fn = _overrides.get("codegen")
     if fn is not None:
         return fn(module, target)
-    return str(lower_module(module, registry.get_lowering(target.name)))
+    lowering = registry.get_lowering(target.name)
+    lowering.debug = config.debug_checks()   # PYSYCL_DEBUG: assert and bounds checks
+    return str(lower_module(module, lowering))
 
 
 def compiler_for(target):
@@ -195,8 +198,8 @@ def host_cpu() -> str:
 
 @functools.cache
 def pysycl_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("pysycl")
-    except PackageNotFoundError:
-        return "0+" + platform.python_version()
+    """``pysycl.__version__`` and the Python version (bytecode-level behaviour of the
+    frontend may differ between Pythons). Not ``importlib.metadata``: importing it
+    costs ~50 ms, most of a cold build."""
+    from .. import __version__
+    return f"{__version__}+py{platform.python_version()}"

@@ -124,6 +124,6 @@ def cmd_cache(args) -> int:
         for key, value in (info.items() if isinstance(info, dict) else vars(info).items()):
             print(f"{key}: {value}")
     else:
-        cache.cache_clear()
-        print("cache cleared")
+        removed = cache.cache_clear()
+        print(f"cache cleared: {removed} entries removed from {cache.cache_info()['path']}")
     return 0

@@ -35,10 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = getattr(commands, "cmd_" + args.command)
+    from ..errors import exception
     try:
         return handler(args) or 0
     except BrokenPipeError:  # `pysycl inspect f | head`
         return 0
+    except exception as e:  # a bad file, an unknown target, a failed build
+        print(f"pysycl {args.command}: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

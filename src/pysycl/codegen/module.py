@@ -13,6 +13,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ..ir.core import Function, Module, Param
+from ..properties import POINTER_ANNOTATION
 from ..ir.types import (AccessorType, LocalAccessorType, PointerType, ScalarType, Type)
 from . import rules_control, rules_memory, rules_scalar  # noqa: F401  (register rules)
 from . import types as lt
@@ -100,7 +101,8 @@ def _param_attributes(fn: ll.Function, f: Function, lowering: TargetLowering) ->
                 if p.properties.get("sycl-alignment", "").isdigit():
                     arg.attributes.align = int(p.properties["sycl-alignment"])
             for k, v in p.properties.items():
-                set.add(arg.attributes, _string_attribute(k, v))
+                if k != POINTER_ANNOTATION:   # annotates the pointer value (_bind_params)
+                    set.add(arg.attributes, _string_attribute(k, v))
         i += n
     names = [p.name for p in f.params for _ in param_types(p, f.kind == "kernel", lowering)]
     for arg, name in zip(fn.args, names + [SPEC_BUFFER_PARAM] + [n for n, _ in lowering.hidden_params(f)]):
@@ -138,6 +140,10 @@ def _bind_params(ctx: LoweringContext, f: Function) -> None:
         n = len(param_types(p, kernel, ctx.lowering))
         mine, args = args[:n], args[n:]
         ctx.values[p.value] = _param_value(ctx, p, mine, kernel)
+        text = p.properties.get(POINTER_ANNOTATION) if kernel else None
+        if text and len(mine) == 1 and isinstance(mine[0].type, ll.PointerType):
+            # annotated_ptr (seed 003): the body uses the annotated pointer.
+            ctx.values[p.value] = ctx.lowering.annotate_pointer(ctx, mine[0], text)
     ctx.spec_buffer = args[0]
     ctx.lowering.bind_hidden(ctx, args[1:])
 

@@ -9,6 +9,7 @@ from llvmlite import ir as ll
 
 from ..ir.types import ScalarType
 from . import types as lt
+from . import debug_checks
 from .context import AccessorValue, LoopTarget, rule
 from .rules_memory import declare_var, index64, var_address
 
@@ -38,6 +39,50 @@ def trip_count(ctx, lo, hi, step):
     return bld.select(has, n, zero)
 
 
+# Loops of at most this many iterations, known when the kernel is compiled, ask LLVM to
+# unroll them fully (``llvm.loop.unroll.full``): the native CPU compiler turns LLVM's own
+# unrolling heuristics off (they double code-generation time for little speed), and a
+# small constant loop inside a work-item must still vanish so the work-item loop around
+# it is the innermost, vectorised one.
+FULL_UNROLL_TRIPS = 32
+
+
+class LoopID(ll.values.MDValue):
+    """``distinct !{!self, ops...}``: an LLVM loop ID (its first operand is itself)."""
+
+    def __init__(self, module: ll.Module, ops: list):
+        super().__init__(module, ops, name=str(len(module.metadata)))
+
+    def descr(self, buf):
+        refs = ", ".join([self.get_reference()] + [o.get_reference() for o in self.operands])
+        buf += (f"distinct !{{ {refs} }}", "\n")
+
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+def _const_int(v):
+    owner = getattr(v, "owner", None)
+    if owner is None or owner.name != "const":
+        return None
+    value = owner.attrs.get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def static_trip_count(op) -> int | None:
+    """len(range(lo, hi, step)) of a ``for`` whose bounds are constants, else None."""
+    lo, hi, step = (_const_int(v) for v in op.operands)
+    if lo is None or hi is None or not step:
+        return None
+    return len(range(lo, hi, step))
+
+
+def full_unroll_md(module: ll.Module) -> LoopID:
+    return LoopID(module, [module.add_metadata([ll.MetaDataString(module,
+                                                                  "llvm.loop.unroll.full")])])
+
+
 @rule("for")
 def lower_for(ctx, op):
     lo_v, hi_v, step_v = op.operands
@@ -65,7 +110,11 @@ def lower_for(ctx, op):
     ctx.branch_if_open(latch)
     bld.position_at_end(latch)
     k.add_incoming(bld.add(k, ll.Constant(lt.I64, 1)), latch)
-    bld.branch(header)
+    br = bld.branch(header)
+    trips = static_trip_count(op)
+    if trips is not None and 1 < trips <= FULL_UNROLL_TRIPS and \
+            getattr(ctx.lowering, "full_unroll_small_loops", False):
+        br.set_metadata("llvm.loop", full_unroll_md(ctx.llmodule))
     bld.position_at_end(done)
 
 
@@ -114,17 +163,12 @@ def lower_return(ctx, op):
 
 @rule("assert")
 def lower_assert(ctx, op):
-    """Removed unless debug (KERNEL_LANGUAGE.md). In debug builds a failure records the
-    source line in the exported i32 ``__pysycl_assert_line`` for the driver to report
-    after the launch (the entry ABI has no other error channel)."""
-    if not ctx.lowering.debug:
+    """Removed unless debug (KERNEL_LANGUAGE.md); checked in debug builds
+    (``PYSYCL_DEBUG``, see :mod:`.debug_checks`)."""
+    if not debug_checks.enabled(ctx, "assert"):
         return
-    flag = ctx.llmodule.globals.get("__pysycl_assert_line")
-    if flag is None:
-        flag = ll.GlobalVariable(ctx.llmodule, lt.I32, "__pysycl_assert_line")
-        flag.initializer = ll.Constant(lt.I32, 0)
-    with ctx.builder.if_then(ctx.builder.not_(ctx.get(op.operands[0])), likely=False):
-        ctx.builder.store(ll.Constant(lt.I32, op.loc.line or -1), flag)
+    debug_checks.check(ctx, op, ctx.get(op.operands[0]),
+                       f"assertion failed: {op.attrs.get('msg') or 'assert'}")
 
 
 def call_args(ctx, values) -> list:

@@ -9,6 +9,7 @@ from llvmlite import ir as ll
 
 from ..ir.core import Op
 from ..ir.types import ArrayType, ScalarType, StructType, TupleType, Type, VecType
+from . import debug_checks
 from . import types as lt
 from .context import LoweringContext, VarSlot, rule
 from .rules_scalar import scalar_of, splat
@@ -167,7 +168,19 @@ def lower_ptr_offset(ctx, op):
 @rule("ptr.elem")
 def lower_ptr_elem(ctx, op):
     p, i = op.operands
-    return lt.gep(ctx.builder, ctx.get(p), [ll.Constant(lt.I64, 0), index64(ctx, i)], ctx.mtype(p.type.pointee))
+    base = ctx.get(p)
+    if isinstance(p.type.pointee, ArrayType) and debug_checks.enabled(ctx, "bounds"):
+        n = ll.Constant(lt.I64, p.type.pointee.n)
+        debug_checks.check(ctx, op, ctx.builder.icmp_unsigned("<", index64(ctx, i), n),
+                           f"index out of range for an array of {p.type.pointee.n} elements")
+    if isinstance(p.type.pointee, VecType):
+        # llvmlite cannot GEP into a vector type (LLVM discourages it too): index the
+        # elements through a pointer to the element type.
+        elem = ctx.mtype(p.type.pointee.elem)
+        if not getattr(base.type, "is_opaque", False):
+            base = ctx.builder.bitcast(base, elem.as_pointer(base.type.addrspace))
+        return lt.gep(ctx.builder, base, [index64(ctx, i)], elem)
+    return lt.gep(ctx.builder, base, [ll.Constant(lt.I64, 0), index64(ctx, i)], ctx.mtype(p.type.pointee))
 
 
 @rule("ptr.field")
@@ -197,6 +210,12 @@ def lower_acc_ptr(ctx, op):
     if len(idx) != len(acc.ranges):
         raise ctx.error(op, f"accessor of {len(acc.ranges)} dimensions indexed with {len(idx)}")
     bld = ctx.builder
+    if debug_checks.enabled(ctx, "bounds"):
+        name = op.operands[0].name or "accessor"
+        for d, (i, n) in enumerate(zip(idx, acc.ranges)):
+            where = f" in dimension {d}" if len(idx) > 1 else ""
+            debug_checks.check(ctx, op, bld.icmp_unsigned("<", i, n),
+                               f"index out of range for accessor '{name}'{where}")
     lin = idx[0]
     for d in range(1, len(idx)):  # row-major over the memory range (SYCL 4.7.6.9)
         lin = bld.add(bld.mul(lin, acc.ranges[d]), idx[d])
@@ -311,7 +330,14 @@ def lower_atomic_load(ctx, op):
 def lower_atomic_store(ctx, op):
     p, v = op.operands
     order = {"acquire": "relaxed", "acq_rel": "release"}.get(op.attrs["order"], op.attrs["order"])
-    ctx.builder.store_atomic(ctx.get(v), ctx.get(p), ORDERINGS[order], v.type.size)
+    ptr, val = ctx.get(p), ctx.get(v)
+    if getattr(ptr.type, "is_opaque", False):
+        # llvmlite's store_atomic reads ptr.type.pointee, which opaque pointers lack.
+        st = ll.instructions.StoreAtomicInstr(ctx.builder.block, val, ptr, ORDERINGS[order],
+                                              v.type.size)
+        ctx.builder._insert(st)
+        return
+    ctx.builder.store_atomic(val, ptr, ORDERINGS[order], v.type.size)
 
 
 __all__ = ["device_global_symbol", "declare_var", "index64"]

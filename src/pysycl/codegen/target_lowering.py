@@ -79,6 +79,16 @@ class TargetLowering:
     def device_global_linkage(self) -> str:
         return ""  # external: the driver finds device globals by symbol
 
+    #: Address space of the annotation strings (``section "llvm.metadata"`` globals).
+    annotation_addrspace = 0
+
+    def annotate_pointer(self, ctx: LoweringContext, ptr: ll.Value, text: str) -> ll.Value:
+        """An ``annotated_ptr`` kernel parameter at kernel entry (seed 003): returns
+        ``llvm.ptr.annotation(ptr, "sycl-properties:...", file, line, null)``, which the
+        body then uses in place of ``ptr`` (the SPIR-V backend turns it into
+        ``OpDecorate ... UserSemantic``). A target may return ``ptr`` unchanged to drop it."""
+        return emit_ptr_annotation(ctx, ptr, text, self.annotation_addrspace)
+
     # Ops -------------------------------------------------------------------------------
     def work_item(self, ctx: LoweringContext, query: str, dim: int | None) -> ll.Value:
         """``wi.<query>`` as i64 (``dim`` None for the linear ids)."""
@@ -114,6 +124,42 @@ class TargetLowering:
         return ""
 
 
+def _metadata_string(ctx: LoweringContext, text: str, addrspace: int) -> ll.Value:
+    """A private NUL-terminated string in ``section "llvm.metadata"`` (one per text)."""
+    cache = ctx.llmodule.__dict__.setdefault("_pysycl_annotation_strings", {})
+    g = cache.get((text, addrspace))
+    if g is None:
+        data = bytearray(text.encode("utf-8") + b"\0")
+        ty = ll.ArrayType(lt.I8, len(data))
+        g = ll.GlobalVariable(ctx.llmodule, ty, ctx.llmodule.get_unique_name(".str.annotation"),
+                              addrspace=addrspace)
+        g.initializer = ll.Constant(ty, data)
+        g.global_constant = True
+        g.linkage = "private"
+        g.unnamed_addr = True
+        g.section = "llvm.metadata"
+        cache[(text, addrspace)] = g
+    return g
+
+
+def emit_ptr_annotation(ctx: LoweringContext, ptr: ll.Value, text: str,
+                        addrspace: int = 0) -> ll.Value:
+    """``call @llvm.ptr.annotation.p<N>.p<M>(ptr, text, file, line, null)`` in the entry
+    block, as clang emits for an annotated member (seed 003)."""
+    sptr = ll.PointerType(addrspace=addrspace)
+    space = getattr(ptr.type, "addrspace", 0)
+    name = f"llvm.ptr.annotation.p{space}.p{addrspace}"
+    fn = ctx.llmodule.globals.get(name)
+    if fn is None:
+        fnty = ll.FunctionType(ptr.type, [ptr.type, sptr, sptr, lt.I32, sptr])
+        fn = ll.Function(ctx.llmodule, fnty, name)
+    loc = ctx.function.loc
+    args = [ptr, _metadata_string(ctx, text, addrspace),
+            _metadata_string(ctx, loc.file or "<unknown>", addrspace),
+            ll.Constant(lt.I32, loc.line), ll.Constant(sptr, None)]
+    return ctx.entry_builder().call(fn, args)
+
+
 def _unsupported(ctx: LoweringContext, op: Op, reason: str):
     raise ctx.error(op, f"op {op.name!r} is not supported on target {ctx.lowering.name}: {reason}")
 
@@ -125,4 +171,4 @@ def missing_rules(lowering: TargetLowering) -> list[str]:
                   if n not in lowering.unsupported and lowering.rule_for(n) is None)
 
 
-__all__ = ["TargetLowering", "missing_rules", "ORDERINGS", "FAILURE_ORDERINGS", "lt"]
+__all__ = ["TargetLowering", "emit_ptr_annotation", "missing_rules", "ORDERINGS", "FAILURE_ORDERINGS", "lt"]

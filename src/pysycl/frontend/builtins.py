@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir import types as T
+from ..runtime import ranges as _ranges
 from ..ir.ops import MATH_FUNCTIONS
 from ..ir.core import Value
 from ..types import memory_order, memory_scope
@@ -52,6 +53,25 @@ def lookup(obj) -> Builtin | None:
 
 def catalogue() -> dict[str, Builtin]:
     return {b.name: b for _o, b in _by_id.values()}
+
+
+def spellings(entry: Builtin) -> list[str]:
+    """How kernel code may spell ``entry`` (``["math.sqrt", "np.sqrt", "sycl.math.sqrt"]``)."""
+    return sorted({_spelling(obj) for obj, b in _by_id.values() if b is entry})
+
+
+def _spelling(obj) -> str:
+    module = getattr(obj, "__module__", "") or ""
+    name = getattr(obj, "__name__", repr(obj))
+    if module == "builtins":
+        return name
+    if module == "math":
+        return f"math.{name}"
+    if module.startswith("numpy"):
+        return f"np.{name}"
+    if module.endswith("sycl_math"):
+        return f"sycl.math.{name}"
+    return f"sycl.{name}"
 
 
 def _args(lw, node, n: int | tuple, name: str) -> list:
@@ -135,12 +155,21 @@ def _conversion(ty: T.ScalarType, pyconv=None):
     return lower
 
 
-add_builtin("int", [py.int])(_conversion(T.I64, int))
-add_builtin("float", [py.float])(_conversion(T.F64, float))
-add_builtin("bool", [py.bool])(_conversion(T.BOOL, bool))
+add_builtin("int", [py.int], "int(x): int64, truncating toward zero; int(literal) stays a weak literal")(
+    _conversion(T.I64, int))
+add_builtin("float", [py.float], "float(x): float64")(_conversion(T.F64, float))
+add_builtin("bool", [py.bool], "bool(x): x != 0")(_conversion(T.BOOL, bool))
 for _name, _st in T.SCALARS.items():
     add_builtin(f"np.{_st.dtype.name}", [_st.dtype.type],
                 f"np.{_st.dtype.name}(x): convert like astype")(_conversion(_st))
+
+
+@add_builtin("sycl.id", [_ranges.id, _ranges.range])
+def _index_tuple(lw, node):
+    """sycl.id(i, j) / sycl.range(m, n): a tuple of int64 indices (acc[sycl.id(i, j)])."""
+    if node.keywords or not 1 <= len(node.args) <= 3:
+        lw.error(node, "sycl.id() and sycl.range() take 1 to 3 integer arguments")
+    return TupleVal(tuple(lw.index_value(lw.expr(a), a) for a in node.args))
 
 
 @add_builtin("len", [py.len])
@@ -166,12 +195,16 @@ def _loop_only(name):
     return lower
 
 
-add_builtin("range", [py.range])(_loop_only("range"))
-add_builtin("sycl.static_range", [kernel_api.static_range])(_loop_only("sycl.static_range"))
+add_builtin("range", [py.range], "for i in range(a, b, step): a for op; 1-3 integer arguments "
+            "of any int type, negative steps allowed")(_loop_only("range"))
+add_builtin("sycl.static_range", [kernel_api.static_range],
+            "for i in sycl.static_range(n): a for op the compiler unrolls completely")(
+    _loop_only("sycl.static_range"))
 
 
 @add_builtin("sycl.private_array", [kernel_api.private_array])
 def _private_array(lw, node):
+    """a = sycl.private_array(dtype, n): a per-work-item array of n elements (n constant)."""
     lw.error(node, "sycl.private_array(dtype, n) must be assigned directly to a local name")
 
 
@@ -247,5 +280,6 @@ def _synthetic_subscript(node):
 
 
 for _cls in (kernel_api.plus, kernel_api.minimum, kernel_api.maximum):
-    add_builtin(f"sycl.{_cls.__name__}", [_cls])(
+    add_builtin(f"sycl.{_cls.__name__}", [_cls],
+                f"sycl.{_cls.__name__}(): operator of reduce_over_group (group.reduce op={_cls.ir_name})")(
         lambda lw, node, c=_cls: (_args(lw, node, 0, c.__name__), Obj(c()))[1])

@@ -16,11 +16,10 @@ import ast
 import functools
 import threading
 
-from ..errors import errc, exception
+from ..errors import errc, exception, hide_compiler_frames
 from ..ir.core import Module
 from ..properties import as_properties
 from . import registry
-from .diagnostics import user_facing
 from .source import ParsedFunction, parse_function
 
 
@@ -62,7 +61,7 @@ class KernelFunction(_FrontendFunction):
 
     _pysycl_function_kind = "kernel"
 
-    @user_facing
+    @hide_compiler_frames
     def ir_module(self) -> Module:
         """The input image (cached; treat it as immutable).
 
@@ -71,7 +70,7 @@ class KernelFunction(_FrontendFunction):
         from .compiler import build_kernel_image
         return self._cached("ir", lambda: build_kernel_image(self))
 
-    @user_facing
+    @hide_compiler_frames
     def signature(self):
         """Per-parameter info for argument packing (no body compilation)."""
         from .signature import kernel_signature
@@ -116,7 +115,7 @@ class ExternalFunction(_FrontendFunction):
         """True when the body is only ``...`` (optionally after a docstring)."""
         return self._cached("is_declaration", lambda: _is_ellipsis_body(self.parsed().node))
 
-    @user_facing
+    @hide_compiler_frames
     def ir_module(self) -> Module:
         """The library image of a definition."""
         if self.is_declaration:

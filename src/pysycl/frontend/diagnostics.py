@@ -1,8 +1,8 @@
 """Compile errors that point at the user's source (API.md: ``sycl.compile_error``).
 
 Every error in kernel source is raised through :func:`error_at` with the AST node at
-fault; the public entry points (``ir_module()``, ``signature()``) catch it and re-raise
-it with its traceback cut (:func:`user_facing`), so users never see compiler frames.
+fault; the public entry points (``ir_module()``, ``signature()``) re-raise it with its
+traceback cut (``errors.hide_compiler_frames``), so users never see compiler frames.
 
 >>> import ast
 >>> node = ast.parse("x").body[0]
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 
 from ..errors import compile_error
 from ..ir.core import Loc
@@ -79,18 +78,3 @@ UNSUPPORTED = {
 def unsupported(src: Source, node: ast.AST, what: str | None = None):
     name, hint = UNSUPPORTED.get(type(node), (what or type(node).__name__, None))
     error_at(src, node, f"{name} is not supported in kernel code", hint)
-
-
-def user_facing(fn):
-    """Decorate a public entry point: a ``compile_error`` leaves it with no compiler
-    frames in its traceback (the entry's own raise line is the only one left)."""
-
-    @functools.wraps(fn)
-    def entry(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except compile_error as err:
-            err.__traceback__ = None
-            err.__context__ = None
-            raise err from None
-    return entry

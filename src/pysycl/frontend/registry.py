@@ -74,6 +74,14 @@ def externals_defined() -> dict[str, "ExternalFunction"]:
     return out
 
 
+def external_definitions() -> list["ExternalFunction"]:
+    """Every external *definition* seen so far, including a symbol defined in several
+    modules (each module's library image exports its own; link reports the clash)."""
+    with _lock:
+        candidates = [e for lst in _externals.values() for e in lst]
+    return [e for e in candidates if not e.is_declaration]
+
+
 def externals_in_module(module_name: str) -> list["ExternalFunction"]:
     """Every external definition of one Python module."""
     return [e for e in externals_defined().values() if e.module_name == module_name]

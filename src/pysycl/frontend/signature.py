@@ -13,7 +13,7 @@ struct / vec / array dtype  struct              struct / vec / array type (by va
 ``accessor[T, D, mode, p]`` accessor            ``accessor<T,D,mode>`` + meta properties
 ``local_accessor[T, D]``    local_accessor      ``local_accessor<T,D>``
 ``global_ptr[T]``           global_ptr          ``ptr<global,T>``
-``annotated_ptr[T, p]``     global_ptr          ``ptr<global,T>`` + meta properties
+``annotated_ptr[T, p]``     global_ptr          ``ptr<global,T>`` + meta properties + annotation
 ``spec_constant[T]``        spec_placeholder    none: ``p.get()`` is ``spec.get{id="@param:<kernel>:p"}``
 ==========================  ==================  ==========================================
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import types as pt
 from ..ir import types as T
-from ..properties import as_properties, to_meta
+from ..properties import POINTER_ANNOTATION, annotation_string, as_properties, to_meta
 from .diagnostics import error_at
 from .source import ParsedFunction, closure_vars
 
@@ -51,6 +51,7 @@ class ParamInfo:
     mode: str | None = None           # accessor access mode ("read_only"...)
     properties: Any = None            # sycl.properties or None
     index_kind: str | None = None     # for kind "index": id, item, nd_item
+    annotated: bool = False           # annotated_ptr: properties also annotate the pointer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +129,8 @@ def param_info(name: str, ann) -> ParamInfo:
     if kind == "local_accessor":
         return ParamInfo(name, kind, ann.dtype, ann.dims)
     if kind == "global_ptr":
-        return ParamInfo(name, kind, ann.dtype, properties=ann.properties)
+        return ParamInfo(name, kind, ann.dtype, properties=ann.properties,
+                         annotated=getattr(ann, "annotated", False))
     if kind == "spec_placeholder":
         return ParamInfo(name, kind, ann.dtype)
     return ParamInfo(name, kind, pt.as_dtype(ann))
@@ -156,7 +158,11 @@ def ir_properties(info: ParamInfo) -> dict[str, str]:
     """Meta name -> value of the parameter's compile-time properties (seed 003)."""
     if info.properties is None:
         return {}
-    return to_meta(as_properties(info.properties))
+    props = as_properties(info.properties)
+    meta = to_meta(props)
+    if info.annotated and meta:   # the codegen emits llvm.ptr.annotation with this string
+        meta[POINTER_ANNOTATION] = annotation_string(props)
+    return meta
 
 
 def check_plain_params(parsed: ParsedFunction) -> list[ast.arg]:
@@ -197,3 +203,30 @@ def defaults_of(fn) -> dict[str, Any]:
     """Parameter defaults of a device function (frozen like globals)."""
     sig = inspect.signature(fn)
     return {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+
+
+def signature_from_ir(fn) -> KernelSignature:
+    """The signature of an IR kernel whose Python definition is not at hand (a kernel
+    loaded from a bundle file in a process that never imported its module): the
+    inverse of :func:`ir_type`. Seed-2 ``spec_constant`` placeholders have no IR
+    parameter, so such kernels need their Python definition."""
+    infos = []
+    for p in fn.params:
+        t = p.type
+        if isinstance(t, T.IndexSpaceType) and t.kind == "kernel_handler":
+            infos.append(ParamInfo(p.name, "kernel_handler"))
+        elif isinstance(t, T.IndexSpaceType):
+            infos.append(ParamInfo(p.name, "index", None, t.dims, index_kind=t.kind))
+        elif isinstance(t, T.AccessorType):
+            infos.append(ParamInfo(p.name, "accessor", T.dtype_of(t.elem), t.dims, t.mode))
+        elif isinstance(t, T.LocalAccessorType):
+            infos.append(ParamInfo(p.name, "local_accessor", T.dtype_of(t.elem), t.dims))
+        elif isinstance(t, T.PointerType):
+            infos.append(ParamInfo(p.name, "global_ptr", T.dtype_of(t.pointee)))
+        else:
+            dt = T.dtype_of(t)
+            kind = "struct" if dt.fields is not None or dt.subdtype is not None else "scalar"
+            infos.append(ParamInfo(p.name, kind, dt))
+    first = infos[0] if infos and infos[0].kind == "index" else None
+    return KernelSignature(tuple(infos), first.index_kind if first else None,
+                           first.dims if first else None)

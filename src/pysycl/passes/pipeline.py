@@ -126,8 +126,19 @@ def native_cpu_kernel_pipeline() -> PassManager:
     pm = PassManager("native_cpu")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
     pm.add_pass(lower_group_reduce, "work-group reductions become group vars and barriers")
-    pm.add_pass(work_group_fission, "one thread runs a work-group: split at barriers")
+    pm.add_pass(_OptimisedFission(), "one thread runs a work-group: split at barriers")
     return pm
+
+
+class _OptimisedFission:
+    """``work_group_fission`` with its clean-up (fission_uniform): uniform vars at group
+    level, item-expression vars recomputed, work-item loops innermost."""
+
+    name = "work_group_fission"
+
+    def run(self, module: Module, options: PassOptions | None = None) -> Module:
+        from .work_group_fission import work_group_fission
+        return work_group_fission(module, options, optimise=True)
 
 
 def device_kernel_pipeline() -> PassManager:

@@ -9,8 +9,8 @@ of its category and copies their ``meta_name``/``meta_value`` pairs into IR:
 {'sycl-work-group-size': '8,8'}
 """
 from .aspects import aspect, to_aspect
-from .base import (CATEGORIES, annotation_string, as_properties, from_meta, lookup_property,
-                   meta_string, properties, property, registered_properties,
+from .base import (CATEGORIES, POINTER_ANNOTATION, annotation_string, as_properties,
+                   from_meta, lookup_property, meta_string, properties, property, registered_properties,
                    singleton_property, to_meta)
 from .kernel import (device_has, max_linear_work_group_size, max_work_group_size,
                      sub_group_size, work_group_size, work_group_size_hint)
@@ -23,7 +23,8 @@ from .device_global import (device_image_scope, device_image_scope_key, host_acc
 from .build import SPEC_CONSTANT_LOWERING_MODES, spec_constant_lowering
 
 __all__ = [
-    "CATEGORIES", "SPEC_CONSTANT_LOWERING_MODES", "alignment", "annotation_string",
+    "CATEGORIES", "POINTER_ANNOTATION", "SPEC_CONSTANT_LOWERING_MODES", "alignment",
+    "annotation_string",
     "as_properties", "aspect", "device_has", "device_image_scope", "device_image_scope_key",
     "from_meta", "host_access", "host_access_mode", "host_access_none", "host_access_read",
     "host_access_read_write", "host_access_write", "implement_in_csr",

@@ -287,6 +287,12 @@ def to_meta(props) -> dict[str, str]:
     return {p.meta_name: p.meta_value for p in as_properties(props) if p.meta_name is not None}
 
 
+#: Key of a parameter's IR properties whose value is the ``annotation_string`` of an
+#: ``annotated_ptr``: the codegen annotates the pointer with it (``llvm.ptr.annotation``);
+#: a pysycl marker, never a parameter attribute.
+POINTER_ANNOTATION = "pysycl-ptr-annotation"
+
+
 def annotation_string(props) -> str:
     """The ``@llvm.ptr.annotation`` string of seed 003 (``annotated_ptr`` members).
 

@@ -49,6 +49,8 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
     Traceback (most recent call last):
     ...
     pysycl.errors.exception: kernel k: global range (10,) is not a multiple of local range (4,) (dimension 0)
+    >>> check_launch(D(max_work_group_size=1024, max_work_item_sizes=(64, 1024, 1024)),
+    ...              (512,), (256,), "k")
     """
     if local_size is None:
         return
@@ -56,6 +58,10 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
         raise exception(errc.nd_range, f"kernel {kernel}: local range {tuple(local_size)} and "
                         f"global range {tuple(global_size)} differ in dimensions")
     total = 1
+    # max_work_item_sizes<D> is the last D entries of the 3-D limits (SYCL order: the
+    # last dimension varies fastest), as in bundle/device_image.py.
+    sizes = tuple(desc.max_work_item_sizes)
+    first = len(sizes) - len(local_size)
     for d, (g, l) in enumerate(zip(global_size, local_size)):
         if l <= 0:
             raise exception(errc.nd_range, f"kernel {kernel}: local range "
@@ -64,11 +70,11 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
             raise exception(errc.nd_range, f"kernel {kernel}: global range {tuple(global_size)}"
                             f" is not a multiple of local range {tuple(local_size)} "
                             f"(dimension {d})")
-        limit = desc.max_work_item_sizes[d] if d < len(desc.max_work_item_sizes) else 1
+        limit = sizes[first + d] if 0 <= first + d < len(sizes) else 1
         if l > limit:
             raise exception(errc.nd_range, f"kernel {kernel}: local range {tuple(local_size)}"
-                            f" exceeds the device's max_work_item_sizes "
-                            f"{tuple(desc.max_work_item_sizes)} in dimension {d}")
+                            f" exceeds the device's max_work_item_sizes<{len(local_size)}> "
+                            f"{sizes[max(first, 0):]} in dimension {d}")
         total *= l
     if total > desc.max_work_group_size:
         raise exception(errc.nd_range, f"kernel {kernel}: work-group of {total} work-items "
@@ -77,8 +83,10 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
 
 
 # Pointers --------------------------------------------------------------------------------
-def pointer_of(value, dev, kernel: str, name: str, keep: list):
-    """(memory handle, dtype) of a USM array or an interop object usable on ``dev``."""
+def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
+    """(memory handle, dtype) of a USM array or an interop object usable on ``dev``;
+    ``stream``: the queue's backend stream (CUDA arrays of other libraries are ordered
+    after their producer's pending work on it, see :func:`_cuda_pointer`)."""
     from .usm import usm_array
 
     desc = dev._desc
@@ -98,35 +106,96 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list):
             raise _arg_error(kernel, name, "array is read-only")
         keep.append(value)
         return int(iface["data"][0]), np.dtype(iface["typestr"])
-    cai = getattr(value, "__cuda_array_interface__", None) if desc.backend == "cuda" else None
-    if cai is not None:
-        keep.append(value)
-        return int(cai["data"][0]), np.dtype(cai["typestr"])
+    if desc.backend == "cuda" and (hasattr(value, "__cuda_array_interface__") or
+                                   hasattr(value, "__dlpack__")):
+        return _cuda_pointer(value, dev, kernel, name, keep, stream)
     if hasattr(value, "__dlpack__"):
         return _dlpack_pointer(value, dev, kernel, name, keep)
     raise _arg_error(kernel, name, f"expected a sycl.usm_array or an array on {dev.name!r}, "
                      f"got {type(value).__name__}")
 
 
-def _dlpack_pointer(value, dev, kernel, name, keep):
+def _c_contiguous(shape, strides, itemsize: int) -> bool:
+    """``strides`` (in bytes) are those of a C-contiguous array (extents of 1 ignored)."""
+    want = itemsize
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if extent != 1 and stride != want:
+            return False
+        want *= extent
+    return True
+
+
+def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
     from . import dlpack
     from ..backends import registry
 
-    want = registry.dlpack_device(dev._desc, "device")
+    desc = dev._desc
+    want = registry.dlpack_device(desc, "device")
     have = tuple(value.__dlpack_device__())
-    host_ok = dev._desc.extra.get("host_accessible") and have[0] in (dlpack.kDLCPU,
-                                                                      dlpack.kDLCUDAHost)
+    host_ok = desc.extra.get("host_accessible") and have[0] in (dlpack.kDLCPU,
+                                                                 dlpack.kDLCUDAHost)
+    if desc.backend == "cuda":     # pinned host and managed memory are reachable too
+        host_ok = have[0] == dlpack.kDLCUDAHost or have == (dlpack.kDLCUDAManaged, want[1])
     if have != want and not host_ok:
         raise _arg_error(kernel, name, f"DLPack memory on device {have} is not on "
                          f"{dev.name!r} {want}")
-    cap = value.__dlpack__()
+    try:
+        if stream is not None:
+            # DLPack's stream protocol: the producer makes this stream wait for its
+            # pending work (0 is not allowed; the driver API's 0 is the legacy stream, 1).
+            handle = int(getattr(stream, "ptr", 0) or 0) or 1
+            try:
+                cap = value.__dlpack__(stream=handle)
+            except TypeError:          # a producer without the stream keyword
+                cap = value.__dlpack__()
+        else:
+            cap = value.__dlpack__()
+    except (BufferError, RuntimeError, ValueError) as e:
+        raise _arg_error(kernel, name, f"cannot export it through DLPack: {e}") from None
     api = ctypes.pythonapi
     address = api.PyCapsule_GetPointer(ctypes.py_object(cap), b"dltensor")
     tensor = dlpack.DLManagedTensor.from_address(address).dl_tensor
     code = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(tensor.dtype.code, "V")
     dtype = np.dtype(f"{code}{tensor.dtype.bits // 8}") if code != "b" else np.dtype(np.bool_)
     keep.append((value, cap))  # the capsule owns the memory until the command is done
+    if tensor.strides:
+        shape = [tensor.shape[i] for i in range(tensor.ndim)]
+        strides = [tensor.strides[i] * dtype.itemsize for i in range(tensor.ndim)]
+        if not _c_contiguous(shape, strides, dtype.itemsize):
+            raise _arg_error(kernel, name, f"array is not C-contiguous (shape {tuple(shape)}"
+                             f", element strides {tuple(tensor.strides[i] for i in range(tensor.ndim))})")
     return int(tensor.data or 0) + int(tensor.byte_offset), dtype
+
+
+def _cuda_pointer(value, dev, kernel, name, keep, stream):
+    """A CUDA array of another library (PyTorch, CuPy, Numba, JAX...) on ``dev``, used in
+    place. DLPack first: ``__dlpack__(stream=queue's stream)`` has the producer order its
+    pending work before this queue's (the DLPack stream protocol); otherwise
+    ``__cuda_array_interface__``, whose v3 ``stream`` is waited for with an event."""
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        return _dlpack_pointer(value, dev, kernel, name, keep, stream)
+    try:
+        cai = value.__cuda_array_interface__
+    except AttributeError as e:
+        raise _arg_error(kernel, name, f"no usable __cuda_array_interface__: {e}") from None
+    dtype = np.dtype(cai["typestr"])
+    ptr, read_only = cai["data"]
+    if read_only:
+        raise _arg_error(kernel, name, "array is read-only")
+    strides = cai.get("strides")
+    if strides is not None and not _c_contiguous(cai["shape"], strides, dtype.itemsize):
+        raise _arg_error(kernel, name, "array is not C-contiguous")
+    driver = dev.driver
+    if ptr:
+        ordinal = driver.pointer_ordinal(int(ptr))
+        if ordinal is not None and ordinal != dev._desc.handle.ordinal:
+            raise _arg_error(kernel, name, f"CUDA memory of GPU {ordinal} cannot be used on "
+                             f"{dev.name!r}")
+    producer = cai.get("stream")
+    if producer is not None and stream is not None and int(producer) != stream.ptr:
+        driver.wait_foreign_stream(stream, int(producer))
+    keep.append(value)
+    return int(ptr), dtype
 
 
 ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -248,7 +317,7 @@ def _pointer_packer(p, kernel):
             out.append(karg)
             return
         else:
-            mem, have = pointer_of(value, dev, kernel, p.name, keep)
+            mem, have = pointer_of(value, dev, kernel, p.name, keep, cgh._queue._stream)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":
             raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
         out.append(KernelArg(_MEM, mem))

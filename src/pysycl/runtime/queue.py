@@ -53,10 +53,16 @@ def _spec_key(spec):
 
 class queue:
     """``sycl.queue(dev_or_selector=None, context=None, *, in_order=False,
-    enable_profiling=False, async_handler=None)``."""
+    enable_profiling=False, async_handler=None, native_stream=None)``.
+
+    ``native_stream``: run the queue's commands on an existing backend stream instead of
+    a new one (CUDA: a ``torch.cuda.Stream``, a CuPy stream, anything with
+    ``__cuda_stream__``, or a raw ``CUstream`` handle as an int); the queue never
+    destroys it. :meth:`from_native` also finds the device from the stream."""
 
     def __init__(self, dev_or_selector=None, context=None, *, in_order=False,
-                 enable_profiling=False, async_handler=None, properties=None):
+                 enable_profiling=False, async_handler=None, properties=None,
+                 native_stream=None):
         if isinstance(dev_or_selector, context_cls):  # queue(context, selector)
             dev_or_selector, context = context, dev_or_selector
             if dev_or_selector is None:
@@ -84,7 +90,8 @@ class queue:
         if self._profiling and not dev.has("queue_profiling"):
             raise exception(errc.feature_not_supported, f"{dev.name!r} cannot profile queues")
         self._async_handler = async_handler
-        self._stream = self._create_stream()
+        self._stream = self._create_stream() if native_stream is None else \
+            self._wrap_stream(native_stream)
         # A backend stream that runs its commands in issue order lets a command follow
         # one issued earlier on it without the host waiting (OpenCL queue, CUDA stream).
         self._stream_in_order = bool(getattr(self._driver, "streams_in_order", True))
@@ -105,6 +112,38 @@ class queue:
             return self._driver.create_stream(self._desc, self._profiling, **kwargs)
         except TypeError:
             return self._driver.create_stream(self._desc, self._profiling)
+
+    def _wrap_stream(self, native):
+        wrap = getattr(self._driver, "wrap_stream", None)
+        if wrap is None:
+            raise exception(errc.feature_not_supported, f"the {self._desc.backend} backend "
+                            "cannot wrap a native stream")
+        return wrap(self._desc, native_stream_handle(native), self._profiling)
+
+    @classmethod
+    def from_native(cls, stream, device=None, context=None, **kwargs) -> "queue":
+        """A queue on an existing CUDA stream: ``sycl.queue.from_native(
+        torch.cuda.current_stream())``, ``from_native(cupy.cuda.Stream(), dev)``,
+        ``from_native(0x7f.., dev, in_order=True)``. ``device`` defaults to the stream's
+        GPU (PyTorch ``stream.device``, CuPy ``stream.device_id``), else the first CUDA
+        GPU; other keywords are the constructor's. Commands of other libraries on the same
+        stream run in order with the queue's."""
+        if device is None:
+            ordinal = getattr(stream, "device_id", None)
+            if ordinal is None:
+                ordinal = getattr(getattr(stream, "device", None), "index", None)
+            gpus = [d for d in device_cls.get_devices()
+                    if getattr(d.backend, "name", d.backend) == "cuda"]
+            if not gpus:
+                raise exception(errc.platform, "queue.from_native: no CUDA device")
+            device = gpus[int(ordinal or 0)]
+        return cls(device, context, native_stream=stream, **kwargs)
+
+    def get_native(self):
+        """The backend stream (CUDA: the ``CUstream`` handle as an int, for
+        ``torch.cuda.ExternalStream`` or ``cupy.cuda.ExternalStream``)."""
+        ptr = getattr(self._stream, "ptr", None)
+        return int(ptr) if ptr is not None else self._stream
 
     # Info --------------------------------------------------------------------------------
     def get_device(self) -> device_cls:
@@ -313,6 +352,28 @@ class queue:
     def __repr__(self):
         return (f"<sycl.queue on {self._device!r}"
                 f"{' in_order' if self._in_order else ''}>")
+
+
+def native_stream_handle(stream) -> int:
+    """The raw handle of a native stream object: an int, ``__cuda_stream__()`` (the CUDA
+    stream protocol), ``cuda_stream`` (PyTorch), ``ptr`` (CuPy), ``handle``.
+
+    >>> native_stream_handle(0x1234)
+    4660
+    """
+    if isinstance(stream, int):
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if callable(proto):
+        return int(proto()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attr, None)
+        if value is not None:
+            return int(value)
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise exception(errc.invalid, f"not a native stream: {stream!r}") from None
 
 
 class _FastLaunch:

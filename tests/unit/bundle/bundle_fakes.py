@@ -11,9 +11,9 @@ import numpy as np
 
 from pysycl.backends.base import Target
 from pysycl.bundle import toolchain
-from pysycl.errors import errc, exception
+
 from pysycl.ir.core import Function, Module, Op, Param, Region, SpecConstantDecl
-from pysycl.ir.types import F32, I32, VOID, IndexSpaceType, type_from_dtype
+from pysycl.ir.types import I32, VOID, IndexSpaceType, type_from_dtype
 from pysycl.properties.aspects import aspect
 
 FAKE_TARGET = Target("native_cpu", "native_cpu", "x86_64-unknown-linux", "", "object", {})

@@ -258,7 +258,13 @@ class Interpreter:
             env.cell(op.attrs["name"]).value = args[0]
             return None
         if name.startswith("wi."):
-            return np.int64(self.query(name[3:], op.attrs.get("dim", 0), env.item))
+            it = env.item
+            if it is None:  # group level: only what every item of the group shares
+                if name[3:] not in ("local_range", "global_range", "group_range", "group_id",
+                                    "global_offset"):
+                    raise RuntimeError(f"{name} at group level")
+                it = self.items[0]
+            return np.int64(self.query(name[3:], op.attrs.get("dim", 0), it))
         if name in ("assert", "yield"):
             return None
         raise NotImplementedError(f"ir_interp: op {name}")

@@ -74,14 +74,58 @@ def test_global_variable_property_reaches_the_global():
 
 
 def test_annotated_ptr_member_annotation_string():
-    assert sycl.properties(sycl.restrict, sycl.alignment(32)) is not None
     from pysycl.properties import annotation_string
     assert annotation_string(sycl.properties(sycl.alignment(32), sycl.restrict)) == \
         "sycl-properties:sycl-alignment=32,sycl-restrict"
+
+
+def _llvm_with_annotations(kernel):
+    """The generic annotated_ptr rule (TargetLowering.annotate_pointer) on the native
+    work-item model, which itself drops the annotation."""
+    from pysycl.backends.native_cpu.lowering import NativeCpuLowering
+    from pysycl.codegen import TargetLowering
+    from pysycl.codegen.module import lower_module
+
+    class Keep(NativeCpuLowering):
+        annotate_pointer = TargetLowering.annotate_pointer
+    lk = default_linked_kernel(get_kernel_id(kernel))
+    return str(lower_module(toolchain.clone(lk.module), Keep(_native_target())))
+
+
+def test_annotated_ptr_lowers_to_ptr_annotation():
+    text = _llvm_with_annotations(k_arg)
+    # seed 003: the pointer goes through @llvm.ptr.annotation.p<N>.p0 with the string,
+    # the file and the line in "llvm.metadata" globals, and a null fifth operand.
+    call = next(line for line in text.splitlines()
+                if "call" in line and "llvm.ptr.annotation" in line)
+    assert re.search(r'@"?llvm\.ptr\.annotation\.p0\.p0"?\(ptr( noalias)?( align 64)? %"a", ', call)
+    assert call.rstrip().endswith("ptr null)") and re.search(r"i32 2[0-9]\b", call)
+    string = re.search(r'(@"?\.str[^ ]*) = private unnamed_addr constant \[48 x i8\] '
+                       r'c"sycl-properties:sycl-alignment=64,sycl-restrict\\00", '
+                       r'section "llvm.metadata"', text)
+    assert string and string.group(1) in call
+    assert re.search(r'c"[^"]*test_lowering_golden.py\\00", section "llvm.metadata"', text)
+    # the body uses the annotated pointer; b (a plain global_ptr) is not annotated
+    assert text.count("call") and "sycl-properties" not in _define(text, k_arg.name)
+    assert len(re.findall(r'llvm\.ptr\.annotation\.p0\.p0"?\(', text)) == 2  # declare + call
+
+
+def test_native_cpu_drops_the_annotation_keeps_noalias():
     text = _llvm(k_arg)
-    if "llvm.ptr.annotation" not in text:
-        pytest.skip("codegen does not emit llvm.ptr.annotation for annotated_ptr yet")
-    assert 'c"sycl-properties:sycl-alignment=64,sycl-restrict\\00"' in text
+    assert "llvm.ptr.annotation" not in text and "sycl-properties:" not in text
+    line = _define(text, k_arg.name)
+    assert re.search(r'noalias align 64 %"a"', line)
+
+
+@sycl.kernel
+def k_gptr_props(i: sycl.id[1], a: sycl.global_ptr[F32, sycl.properties(sycl.restrict)]):
+    a[i[0]] = 1.0
+
+
+def test_global_ptr_with_properties_is_not_annotated():
+    text = _llvm_with_annotations(k_gptr_props)
+    assert "llvm.ptr.annotation" not in text
+    assert re.search(r'noalias %"a"', _define(text, k_gptr_props.name))
 
 
 def _has(module):
@@ -108,6 +152,18 @@ def test_spirv_disassembly_golden():
     arg = _llvm(k_arg, t)
     dis = toolchain.disassemble(t, toolchain.target_compile(t, arg, [k_arg.name]))
     assert re.search(r"OpDecorate %\S+ FuncParamAttr NoAlias", dis)
+    # annotated_ptr: llvm.ptr.annotation.p1.p0 -> UserSemantic on the parameter
+    assert "llvm.ptr.annotation.p1.p0" in arg
+    assert re.search(r'OpDecorate %\S+ UserSemantic '
+                     r'"sycl-properties:sycl-alignment=64,sycl-restrict"', dis)
+    if shutil.which("spirv-val"):
+        import subprocess
+        import tempfile
+        with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+            f.write(toolchain.target_compile(t, arg, [k_arg.name]))
+            f.flush()
+            r = subprocess.run(["spirv-val", f.name], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.skipif(not _has("pysycl.backends.cuda.lowering"), reason="no CUDA lowering")

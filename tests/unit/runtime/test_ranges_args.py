@@ -25,7 +25,7 @@ def test_ranges():
 @pytest.mark.parametrize("g, l, words", [
     ((10,), (4,), "not a multiple"),
     ((256, 256), (32, 16), "max_work_group_size"),
-    ((128,), (128,), "max_work_item_sizes"),
+    ((256, 8), (256, 1), "max_work_item_sizes"),   # D-dim: the last D limits (128, 256)
     ((8, 8), (0, 8), "empty"),
     ((8, 8), (8,), "differ"),
 ])
@@ -39,6 +39,8 @@ def test_bad_nd_ranges(g, l, words):
 def test_good_nd_ranges():
     check_launch(DEV, (64, 64), (8, 16), "k")
     check_launch(DEV, (10,), None, "k")
+    # A 1-D range is checked against the last limit (SYCL order, as CUDA reports it).
+    check_launch(DEV, (256,), (256,), "k")
 
 
 def _params(*specs):

@@ -103,6 +103,20 @@ class CudaDevice:
         # Recycled events, [without timing, with timing]: creating and destroying one
         # costs ~4 us of a 9 us launch+event (measured on an H200 through cuda-bindings).
         self.event_pools: tuple[list, list] = ([], [])
+        self._aux: CudaStream | None = None
+
+    def aux_stream(self) -> "CudaStream":
+        """The device's own stream for copies made outside any queue (``stream=None``:
+        buffer write-back, ``usm_array.to_numpy``, device-global host copies); such a
+        copy is waited for before it returns."""
+        if self._aux is None:
+            with self._lock:
+                if self._aux is None:
+                    self.activate()
+                    handle = _call(cu.cuStreamCreate,
+                                   cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
+                    self._aux = CudaStream(self, handle, False, owned=True)
+        return self._aux
 
     def new_event(self, timing: bool):
         try:
@@ -451,6 +465,24 @@ def _limits(device: CudaDevice) -> dict[str, int]:
     return found
 
 
+class _Done:
+    """The token of work that completed before the driver returned (``stream=None``)."""
+
+    __slots__ = ()
+    end = None
+    stream = None
+
+    def wait(self) -> None:
+        pass
+
+    def is_complete(self) -> bool:
+        return True
+
+    def profiling_ns(self) -> tuple[int, int, int]:
+        raise exception(errc.profiling, "a copy made outside any queue has no profiling")
+
+
+_DONE = _Done()
 _POOL_LIMIT = 256
 
 
@@ -509,8 +541,10 @@ class CudaDriver(Driver):
         limits = _limits(handle)
         version = _call(cu.cuDriverGetVersion)
         managed = _attr(dev, "MANAGED_MEMORY")
+        # online_compiler / online_linker: bundles compile and link to PTX with llvmlite
+        # alone (compiler.py needs no device), so input and object bundles work here.
         aspects = {"gpu", "fp64", "atomic64", "queue_profiling", "usm_device_allocations",
-                   "usm_host_allocations"}
+                   "usm_host_allocations", "online_compiler", "online_linker"}
         if cc >= (5, 3):
             aspects.add("fp16")
         if managed:
@@ -602,6 +636,13 @@ class CudaDriver(Driver):
         d, keep_d = self._span(dst, dst_offset, nbytes, True)
         s, keep_s = self._span(src, src_offset, nbytes, False)
         d_dev, s_dev = isinstance(dst, CudaAllocation), isinstance(src, CudaAllocation)
+        if stream is None:                     # outside any queue: synchronous
+            if not (d_dev or s_dev):
+                ctypes.memmove(d, s, nbytes)
+                return _DONE
+            stream = (dst if d_dev else src).device.aux_stream()
+            self.copy(stream, dst, dst_offset, src, src_offset, nbytes).wait()
+            return _DONE
         if not (d_dev or s_dev):               # host to host: in stream order, on the host
             self.synchronize(stream)
             ctypes.memmove(d, s, nbytes)
@@ -628,10 +669,14 @@ class CudaDriver(Driver):
         if not k or nbytes % k:
             raise exception(errc.invalid, f"fill of {nbytes} bytes with a {k}-byte pattern")
         if not isinstance(dst, CudaAllocation):
-            self.synchronize(stream)
+            if stream is not None:
+                self.synchronize(stream)
             view = memoryview(dst).cast("B")
             view[offset:offset + nbytes] = pattern * (nbytes // k)
-            return CudaToken(stream)
+            return CudaToken(stream) if stream is not None else _DONE
+        if stream is None:                     # outside any queue: synchronous
+            self.fill(dst.device.aux_stream(), dst, offset, pattern, nbytes).wait()
+            return _DONE
         addr, _ = self._span(dst, offset, nbytes, True)
         count, h = nbytes // k, stream.handle
         words = [int.from_bytes(pattern[i:i + 4], "little") for i in range(0, k - k % 4, 4)]
@@ -768,6 +813,32 @@ class CudaDriver(Driver):
             _call(cu.cuStreamWaitEvent, stream.handle, token.end, 0)
         elif token.stream is not stream:
             token.wait()
+
+    # Interop --------------------------------------------------------------------------
+    def pointer_ordinal(self, ptr: int) -> int | None:
+        """The ordinal of the GPU that owns CUDA memory at ``ptr`` (device or managed
+        memory), or None for pinned host memory. ``errc.invalid`` when ``ptr`` is no
+        CUDA memory at all."""
+        attr = cu.CUpointer_attribute
+        err, mtype = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
+        if err != 0:
+            raise exception(errc.invalid, f"address {ptr:#x} is not CUDA memory "
+                            f"({_error_text(err)})")
+        if int(mtype) == int(cu.CUmemorytype.CU_MEMORYTYPE_HOST):
+            return None
+        err, ordinal = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        return int(ordinal) if err == 0 else None
+
+    def wait_foreign_stream(self, stream: CudaStream, handle: int) -> None:
+        """Make ``stream`` wait, on the GPU, for the work issued so far to another
+        library's stream ``handle`` (1 and 2: the legacy and per-thread default streams),
+        as ``__cuda_array_interface__`` v3 asks of a consumer."""
+        _activate(stream.device.context)
+        ev = stream.device.new_event(False)
+        _call(cu.cuEventRecord, ev, cu.CUstream(int(handle)))
+        _call(cu.cuStreamWaitEvent, stream.handle, ev, 0)
+        # cuStreamWaitEvent uses the event's state at the call: it can be reused at once.
+        stream.device.event_pools[False].append(ev)
 
     @staticmethod
     def elapsed_ns(start: CudaToken, end: CudaToken) -> int:

@@ -118,6 +118,14 @@ class CudaLowering(TargetLowering):
         llfn.linkage = "internal"            # wrap_kernel makes the ptx_kernel entry
         llfn.attributes.add("alwaysinline")
 
+    def annotate_pointer(self, ctx: LoweringContext, ptr: ll.Value, text: str) -> ll.Value:
+        """``annotated_ptr`` properties are dropped: PTX has no consumer for
+        ``llvm.ptr.annotation``, and the call hides the parameter from LLVM's attribute
+        inference, so a ``sycl.restrict`` pointer the kernel only reads would not become
+        ``noalias readonly`` and its loads would not become ``ld.global.nc`` (the
+        read-only data path). The parameter attributes remain."""
+        return ptr
+
     def device_global_linkage(self) -> str:
         return ""                            # external: found by cuModuleGetGlobal
 

@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 
 from ... import config
 from ...codegen import device_global_symbol
+from ...codegen.debug_checks import FAIL_SYMBOL as DEBUG_FAIL_SYMBOL
 from ...errors import errc, exception
 from ..base import KernelArg, KernelArgKind
 from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
@@ -54,10 +55,13 @@ class NativeProgram:
     """A loaded host object: kernel entries and exported symbols. Keeps the LLJIT
     ResourceTracker alive; dropping the program unloads its code."""
 
-    def __init__(self, tracker, kernels: dict[str, Any], pool: "WorkerPool"):
+    def __init__(self, tracker, kernels: dict[str, Any], pool: "WorkerPool",
+                 debug_flag: int = 0):
         self._tracker = tracker
         self.kernels = kernels
         self._pool = pool
+        # Address of the i64 a failed debug check writes (codegen.debug_checks); 0: none.
+        self._debug_flag = debug_flag
         # Per kernel: launch descriptions by (global, local, offset) and packed ``void
         # **args`` by argument values, so a repeated launch allocates nothing.
         self._prepared: dict[str, _Prepared] = {}
@@ -105,6 +109,15 @@ class NativeProgram:
                     prep.argv.clear()
                 prep.argv[akey] = packed
         self._pool.run(prep.fn, packed[0], w[1], w[2], packed[1], w[3] < INLINE_ITEMS)
+        if self._debug_flag:
+            self._raise_debug_failure(kernel_name)
+
+    def _raise_debug_failure(self, kernel_name: str) -> None:
+        flag = ctypes.c_int64.from_address(self._debug_flag)
+        if flag.value:
+            where = ctypes.string_at(flag.value).decode("utf-8", "replace")
+            flag.value = 0
+            raise exception(errc.kernel, f"kernel {kernel_name}: {where}")
 
 
 _CACHE_ENTRIES = 64
@@ -270,6 +283,9 @@ class NativeExecutor:
         builder = llvm.JITLibraryBuilder().add_object_img(bytes(obj)).add_current_process()
         entries = {k: entry_symbol(k) for k in kernel_names}
         exported = list(entries.values()) + [device_global_symbol(u) for u in device_global_ids]
+        debug = DEBUG_FAIL_SYMBOL.encode() in obj   # a debug build (PYSYCL_DEBUG)
+        if debug:
+            exported.append(DEBUG_FAIL_SYMBOL)
         for s in exported + list(symbols):
             builder.export_symbol(s)
         try:
@@ -277,7 +293,8 @@ class NativeExecutor:
         except RuntimeError as e:
             raise exception(errc.build, f"loading the native object failed: {e}") from None
         kernels = {k: ENTRY_TYPE(tracker[s]) for k, s in entries.items()}
-        return NativeProgram(tracker, kernels, self.pool)
+        flag = int(tracker[DEBUG_FAIL_SYMBOL]) if debug else 0
+        return NativeProgram(tracker, kernels, self.pool, flag)
 
 
 _default: NativeExecutor | None = None

@@ -34,9 +34,11 @@ import dataclasses
 from llvmlite import ir as ll
 
 from ...codegen import LoweringContext, TargetLowering, param_types
+from ...codegen.rules_control import LoopID
 from ...codegen import types as lt
 from ...ir.core import Function, Op
 from ...ir.types import IndexSpaceType, ScalarType
+from ...passes.fission_values import PURE, PURE_PER_ITEM
 from .target import (LAUNCH_DIMS, LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET,
                      entry_symbol)
 
@@ -61,6 +63,9 @@ class WorkItemState:
 
 class NativeCpuLowering(TargetLowering):
     name = "native_cpu"
+    # codegen/rules_control: constant loops of a few iterations carry llvm.loop.unroll.full
+    # (the native compiler leaves LLVM's unrolling heuristics off).
+    full_unroll_small_loops = True
     addrspaces = {"private": 0, "global": 0, "local": 0, "constant": 0, "generic": 0}
 
     # Hidden parameters ------------------------------------------------------------------
@@ -130,10 +135,28 @@ class NativeCpuLowering(TargetLowering):
         dims = kernel_dims(ctx.function)
         ndims = dims[0] if len(dims) == 1 else 3
 
+        # ``if lid < bound: ...`` as the whole region of a 1-D kernel (a tree reduction's
+        # step): loop over [0, min(bound, local range)) instead of testing every item.
+        bounded = _bounded_if(op.regions[0].ops, lambda n: n in ctx.vars and
+                              not ctx.vars[n].per_item) if ndims == 1 else None
+        hi0 = ctx.wi.local_range[0]
+        if bounded is not None:
+            pre, then_ops, chain, rhs = bounded
+            for c in chain:
+                ctx.lower_op(c)
+            bound = ctx.get(rhs)
+            if bound.type != lt.I64:
+                bound = ctx.builder.sext(bound, lt.I64)
+            hi0 = _smin(ctx.builder, bound, hi0)
+
         def nest(d: int):
             if d == 3:
                 ctx.wi.local_id = list(ids)
-                ctx.lower_region(op.regions[0])
+                if bounded is None:
+                    ctx.lower_region(op.regions[0])
+                else:
+                    for o in bounded[0] + bounded[1]:
+                        ctx.lower_op(o)
                 return
             if d >= ndims:
                 ids.append(_ZERO)
@@ -144,13 +167,76 @@ class NativeCpuLowering(TargetLowering):
                 ids.append(i)
                 nest(d + 1)
                 ids.pop()
-            counted_loop(ctx.builder, _ZERO, ctx.wi.local_range[d], f"wg.items{d}", body)
+            loops.append(_parallel_loop_id(ctx.llmodule, group))
+            counted_loop(ctx.builder, _ZERO, hi0 if d == 0 else ctx.wi.local_range[d],
+                         f"wg.items{d}", body, loop_md=loops[-1])
+        fn = ctx.builder.block.function
+        first = len(fn.blocks)
+        group = _DistinctMD(ctx.llmodule, [])
+        loops: list = []
         nest(0)
         ctx.wi.local_id = group_level
+        _mark_parallel_accesses(fn.blocks[first:], group)
+
+    def annotate_pointer(self, ctx: LoweringContext, ptr: ll.Value, text: str) -> ll.Value:
+        """``annotated_ptr`` properties are dropped here: native code has no consumer for
+        ``llvm.ptr.annotation``, and alias analysis cannot see through the call, so the
+        annotated pointer would lose the parameter's ``noalias`` (``sycl.restrict``) and
+        the loops it enables would stay scalar. The parameter attributes remain."""
+        return ptr
 
     # The entry ------------------------------------------------------------------------------
     def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
         build_entry(self, ctx.llmodule, fn, llfn)
+
+
+_ITEM_QUERIES = frozenset({"wi.local_id", "wi.global_id", "wi.local_linear_id",
+                           "wi.global_linear_id"})
+_SIDE_EFFECT_FREE = PURE | PURE_PER_ITEM | {"var.load"}
+
+
+def _bounded_if(ops: list, group_var):
+    """``(pre, then, chain, bound)`` when a 1-D items region is side-effect-free ops, then
+    ``if local_id < bound`` with no else (then dead pure ops): ``bound`` is computed by
+    ``chain`` from no work-item query (so it can run before the loop)."""
+    k = len(ops) - 1
+    while k >= 0 and ops[k].name in _SIDE_EFFECT_FREE and not ops[k].regions:
+        k -= 1
+    if k < 0 or ops[k].name != "if" or ops[k].regions[1].ops:
+        return None
+    iff, pre, tail = ops[k], ops[:k], ops[k + 1:]
+    used = {id(v) for o in ops for v in o.operands} | \
+        {id(v) for o in iff.regions[0].walk() for v in o.operands}
+    if any(o.result is not None and id(o.result) in used for o in tail):
+        return None
+    if any(o.name not in _SIDE_EFFECT_FREE or o.regions for o in pre):
+        return None
+    cmp = iff.operands[0].owner
+    if cmp is None or cmp.name != "cmp" or cmp.attrs.get("pred") != "lt":
+        return None
+    lhs, rhs = cmp.operands
+    if lhs.owner is None or lhs.owner.name not in ("wi.local_id", "wi.local_linear_id") \
+            or lhs.owner.attrs.get("dim", 0) != 0 or rhs.type != lhs.type:
+        return None
+    chain: list = []
+    seen: set = set()
+
+    def visit(v) -> bool:
+        o = v.owner
+        if o is None or id(o) in seen:
+            return True
+        if o.regions or o.name in _ITEM_QUERIES or o.name not in _SIDE_EFFECT_FREE \
+                or o.name.startswith(("ptr.", "acc.")) \
+                or (o.name == "var.load" and not group_var(o.attrs["name"])):
+            return False
+        seen.add(id(o))
+        if not all(visit(x) for x in o.operands):
+            return False
+        chain.append(o)
+        return True
+    if not visit(rhs):
+        return None
+    return pre, list(iff.regions[0].ops), chain, rhs
 
 
 def uses_fission(fn: Function) -> bool:
@@ -168,7 +254,47 @@ def _product(b: ll.IRBuilder, values: list) -> ll.Value:
     return b.mul(b.mul(values[0], values[1]), values[2])
 
 
-def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body) -> None:
+class _DistinctMD(ll.values.MDValue):
+    """``distinct !{...}``: an access group (llvmlite only makes uniqued nodes)."""
+
+    def __init__(self, module: ll.Module, ops: list):
+        super().__init__(module, ops, name=str(len(module.metadata)))
+
+    def descr(self, buf):
+        buf += ("distinct ",)
+        super().descr(buf)
+
+    # Distinct nodes are equal only to themselves (MDValue compares operands, which
+    # would make llvmlite's metadata cache merge every empty group into one).
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+def _parallel_loop_id(module: ll.Module, group) -> ll.values.MDValue:
+    return LoopID(module, [module.add_metadata([ll.MetaDataString(module,
+                                                 "llvm.loop.parallel_accesses"), group])])
+
+
+def _mark_parallel_accesses(blocks, group) -> None:
+    """Put the loads and stores of a work-item loop in ``group`` (``llvm.access.group``):
+    work-items between two barriers may run in any order and may not race (SYCL 2020
+    3.8.1), so the loop carries no memory dependence and LLVM vectorises it without
+    runtime alias checks (``if lid < stride: s[lid] += s[lid + stride]``). Accesses to
+    a scalar alloca (an item-local var shared by the items in turn) stay out, and
+    so do atomics: a loop with an unmarked access is not treated as parallel."""
+    for blk in blocks:
+        for inst in blk.instructions:
+            if isinstance(inst, (ll.LoadInstr, ll.StoreInstr)):
+                base = inst.operands[0] if isinstance(inst, ll.LoadInstr) else inst.operands[1]
+                while isinstance(base, ll.GEPInstr):
+                    base = base.pointer
+                if isinstance(base, ll.AllocaInstr) and not base.operands:
+                    continue
+                inst.set_metadata("llvm.access.group", group)
+
+
+def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body, loop_md=None) -> None:
     """``for i in [lo, hi): body(i)`` with an i64 induction variable (the canonical form
     LLVM's loop vectoriser wants); ``body`` emits at the builder's position."""
     fn = b.block.function
@@ -183,7 +309,9 @@ def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body) -> None:
     body(i)
     if not b.block.is_terminated:
         i.add_incoming(b.add(i, _ONE), b.block)
-        b.branch(header)
+        br = b.branch(header)
+        if loop_md is not None:
+            br.set_metadata("llvm.loop", loop_md)
     b.position_at_end(done)
 
 
@@ -211,6 +339,17 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
         a.add_attribute("noalias")
     b = ll.IRBuilder(entry.append_basic_block("entry"))
     params = _load_params(b, fn, lowering, argv, local_mem)
+    if any("noalias" in a.attributes for a in kernel.args):
+        # ``sycl.restrict`` holds for the whole launch, but the kernel's ``noalias``
+        # becomes a per-call scope once it is inlined into the work-item loop, which
+        # says nothing across iterations, so the loop vectoriser still needs overlap
+        # checks (or gives up for indirect accesses). Run the group loop in a
+        # noinline function whose pointer parameters repeat the kernel's noalias/align:
+        # real noalias arguments hold for every work-item of the call. (Not
+        # alwaysinline: inlined before the kernel is inlined into it, its scopes would
+        # not reach the kernel's accesses.) One extra call per executor chunk.
+        b, params, launch, gbegin, gend = _restrict_scope(b, llmodule, fn, kernel, params,
+                                                           launch, gbegin, gend)
 
     def word(i):
         p = b.gep(launch, [ll.Constant(lt.I64, i)], inbounds=True, source_etype=lt.I64)
@@ -220,10 +359,10 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
     launch_vals = {k: [word(v + d) for d in range(3)] for k, v in desc.items()}
     dims = word(LAUNCH_DIMS)
     variants = kernel_dims(fn)
-    exit_bb = entry.append_basic_block("exit")
+    exit_bb = b.function.append_basic_block("exit")
     switch = b.switch(dims, exit_bb)
     for d in variants:
-        bb = entry.append_basic_block(f"dims{d}")
+        bb = b.function.append_basic_block(f"dims{d}")
         switch.add_case(ll.Constant(lt.I64, d), bb)
         b.position_at_end(bb)
         _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, uses_fission(fn))
@@ -231,6 +370,29 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
     b.position_at_end(exit_bb)
     b.ret_void()
     return entry
+
+
+def _restrict_scope(b, llmodule, fn: Function, kernel: ll.Function, params, launch, gbegin,
+                    gend):
+    """Call ``<entry>.groups(params..., launch, group_begin, group_end)`` from ``b`` and
+    return a builder in its body and its arguments; the caller's block returns."""
+    ptr = ll.PointerType()
+    types = [v.type for v in params] + [ptr, lt.I64, lt.I64]
+    inner = ll.Function(llmodule, ll.FunctionType(lt.VOID, types), entry_symbol(fn.name) + ".groups")
+    inner.linkage = "internal"
+    inner.attributes.add("noinline")
+    for src, dst in zip(kernel.args, inner.args[:len(params)]):
+        if isinstance(dst.type, ll.PointerType):
+            if "noalias" in src.attributes:
+                dst.add_attribute("noalias")
+            if src.attributes.align:
+                dst.attributes.align = src.attributes.align
+    inner.args[len(params)].add_attribute("noalias")
+    b.call(inner, list(params) + [launch, gbegin, gend])
+    b.ret_void()
+    ib = ll.IRBuilder(inner.append_basic_block("entry"))
+    *iparams, ilaunch, ibegin, iend = inner.args
+    return ib, list(iparams), ilaunch, ibegin, iend
 
 
 def _load_params(b, fn: Function, lowering, argv, local_mem) -> list:

@@ -32,9 +32,9 @@ What differs from the shared rules, and why (shared/reference/llvm-backends.md Â
   values (seed 001 "SPIR-V friendly IR"); SpecIds are those of the image's
   ``SYCL/specialization constants`` property set, so the driver sets values with
   ``clSetProgramSpecializationConstant``. Struct padding (no SpecId) is an undef member.
-* **Kernel properties** (seed 003) become ``!reqd_work_group_size`` (LocalSize),
-  ``!work_group_size_hint`` (LocalSizeHint), ``!intel_reqd_sub_group_size``
-  (SubgroupSize); ``sycl-alignment`` on a parameter becomes
+* **Kernel properties** (seed 003) become ``!spirv.ExecutionMode`` entries: LocalSize
+  (``sycl-work-group-size``, in OpenCL order), LocalSizeHint and SubgroupSize (what
+  ``!reqd_work_group_size`` & co. would give; see :func:`kernel_metadata`); ``sycl-alignment`` on a parameter becomes
   ``!spirv.ParameterDecorations`` Alignment (44) besides ``align N``, ``sycl-restrict``
   is ``noalias`` (FuncParamAttr NoAlias). Device globals are ``addrspace(1)``
   program-scope variables with an Alignment ``!spirv.Decorations``.
@@ -599,17 +599,22 @@ def opencl_order(sizes: tuple[int, ...]) -> list[int]:
 def kernel_metadata(lowering, llmodule: ll.Module, fn: Function, llfn: ll.Function) -> None:
     props = fn.properties
     i32 = lambda v: ll.Constant(lt.I32, int(v))   # noqa: E731
+    # Execution modes go through the named ``!spirv.ExecutionMode`` (seed 003): llvmlite
+    # prints several function metadata attachments comma separated, which LLVM rejects,
+    # and the function keeps its one attachment for ``!spirv.ParameterDecorations``.
+    modes = []
     reqd = _ints(props.get("sycl-work-group-size"))
     if reqd:
-        llfn.set_metadata("reqd_work_group_size",
-                          llmodule.add_metadata([i32(v) for v in opencl_order(reqd)]))
+        modes.append([EXEC_MODE_LOCAL_SIZE] + opencl_order(reqd))
     hint = _ints(props.get("sycl-work-group-size-hint"))
     if hint:
-        llfn.set_metadata("work_group_size_hint",
-                          llmodule.add_metadata([i32(v) for v in opencl_order(hint)]))
+        modes.append([EXEC_MODE_LOCAL_SIZE_HINT] + opencl_order(hint))
     sg = _ints(props.get("sycl-sub-group-size"))
     if sg:
-        llfn.set_metadata("intel_reqd_sub_group_size", llmodule.add_metadata([i32(sg[0])]))
+        modes.append([EXEC_MODE_SUBGROUP_SIZE, sg[0]])
+    for mode in modes:
+        llmodule.add_named_metadata("spirv.ExecutionMode",
+                                    [llfn] + [i32(v) for v in mode])
     # Parameter decorations: Alignment for sycl-alignment (the align attribute alone is
     # not turned into a decoration by the backend).
     decorations: list[list] = []

@@ -1,0 +1,456 @@
+"""The CUDA backend's performance items, with the peers in the same run on the same GPU.
+
+    python -m benchmarks.gpu [--quick] [--json PATH]
+
+1. 3x3 convolution of an 8192x8192 float32 image (zero padding, one work-item per
+   pixel): pysycl with the coefficients as a literal specialization constant, against
+   Triton with the coefficients through a pointer and a CuPy RawKernel with the
+   coefficients as compile-time literals; the memory floor is a device-to-device copy
+   of the image (``q.memcpy``, i.e. ``cuMemcpyAsync``).
+2. ``y = a*x + y`` (memory-bound): bandwidth as a fraction of the device-to-device copy's.
+3. Launch overhead: asynchronous ``q.parallel_for`` of a tiny kernel with two USM
+   pointers, amortised over 10,000 launches, against CuPy ``RawKernel``.
+4. FIR filter: the tap count as a literal spec constant against a runtime argument.
+
+Every output is checked against NumPy before its time is reported (a wrong answer is
+reported as WRONG, never timed). GPU times are the best of a few rounds of ``reps``
+asynchronous launches followed by one synchronisation, divided by ``reps`` (the launches
+queue up, so this is the GPU's time per kernel once it is longer than a launch). Prints
+a table and writes JSON (default ``gpu_bench.json``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+
+import numpy as np
+
+import pysycl as sycl
+
+F32 = np.float32
+R = sycl.properties(sycl.restrict)
+coeff_id = sycl.specialization_id(np.dtype((np.float32, (3, 3))))
+ntaps_id = sycl.specialization_id(np.int32, 16)
+RNG = np.random.default_rng(2020)
+
+
+# -- pysycl kernels ---------------------------------------------------------------------
+@sycl.kernel
+def conv3x3_literal(it: sycl.item[2], h: sycl.kernel_handler,
+                    inp: sycl.annotated_ptr[F32, R], out: sycl.annotated_ptr[F32, R],
+                    rows: np.int64, cols: np.int64):
+    coeff = h.get_specialization_constant(coeff_id)
+    r0 = it.get_id(0)
+    c0 = it.get_id(1)
+    acc = F32(0)
+    for i in range(-1, 2):
+        r = r0 + i
+        if r >= 0 and r < rows:
+            for j in range(-1, 2):
+                c = c0 + j
+                if c >= 0 and c < cols:
+                    acc += coeff[i + 1][j + 1] * inp[r * cols + c]
+    out[r0 * cols + c0] = acc
+
+
+@sycl.kernel
+def saxpy(it: sycl.item[1], a: F32, x: sycl.annotated_ptr[F32, R],
+          y: sycl.annotated_ptr[F32, R]):
+    i = it.get_id(0)
+    y[i] = a * x[i] + y[i]
+
+
+@sycl.kernel
+def tiny(it: sycl.item[1], a: sycl.global_ptr[F32], b: sycl.global_ptr[F32]):
+    i = it.get_id(0)
+    b[i] = a[i]
+
+
+@sycl.kernel
+def fir_spec(it: sycl.item[1], h: sycl.kernel_handler, x: sycl.annotated_ptr[F32, R],
+             taps: sycl.annotated_ptr[F32, R], y: sycl.annotated_ptr[F32, R]):
+    ntaps = h.get_specialization_constant(ntaps_id)
+    i = it.get_id(0)
+    acc = F32(0)
+    for k in range(ntaps):
+        acc += taps[k] * x[i + k]
+    y[i] = acc
+
+
+@sycl.kernel
+def fir_args(it: sycl.item[1], x: sycl.annotated_ptr[F32, R], taps: sycl.annotated_ptr[F32, R],
+             y: sycl.annotated_ptr[F32, R], ntaps: np.int32):
+    i = it.get_id(0)
+    acc = F32(0)
+    for k in range(ntaps):
+        acc += taps[k] * x[i + k]
+    y[i] = acc
+
+
+# -- peers ------------------------------------------------------------------------------
+CUPY_CONV = r"""
+extern "C" __global__ void conv3x3(const float* __restrict__ in, float* __restrict__ out,
+                                   int rows, int cols) {
+    const float C[3][3] = {%s};
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r >= rows || c >= cols) return;
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = -1; i <= 1; ++i) {
+        int rr = r + i;
+        if (rr >= 0 && rr < rows) {
+#pragma unroll
+            for (int j = -1; j <= 1; ++j) {
+                int cc = c + j;
+                if (cc >= 0 && cc < cols) acc += C[i + 1][j + 1] * in[(size_t)rr * cols + cc];
+            }
+        }
+    }
+    out[(size_t)r * cols + c] = acc;
+}
+"""
+
+CUPY_TINY = r"""
+extern "C" __global__ void tiny(const float* a, float* b) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    b[i] = a[i];
+}
+"""
+
+CUPY_SAXPY = r"""
+extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* __restrict__ y,
+                                 long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def _c_float(v) -> str:
+    return float(np.float32(v)).hex() + "f"
+
+
+def _triton_conv():
+    import triton
+    import triton.language as tl
+
+    @triton.autotune(configs=[
+        triton.Config({"BM": 8, "BN": 128}, num_warps=4),
+        triton.Config({"BM": 16, "BN": 128}, num_warps=4),
+        triton.Config({"BM": 4, "BN": 256}, num_warps=4),
+        triton.Config({"BM": 16, "BN": 256}, num_warps=8)], key=["rows", "cols"])
+    @triton.jit
+    def conv3x3(inp, coeff, out, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
+        r = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+        c = tl.program_id(1) * BN + tl.arange(0, BN)[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for i in tl.static_range(3):
+            for j in tl.static_range(3):
+                rr = r + (i - 1)
+                cc = c + (j - 1)
+                m = (rr >= 0) & (rr < rows) & (cc >= 0) & (cc < cols)
+                w = tl.load(coeff + i * 3 + j)
+                acc += w * tl.load(inp + rr * cols + cc, mask=m, other=0.0)
+        tl.store(out + r * cols + c, acc, mask=(r < rows) & (c < cols))
+
+    def run(x, w, y):
+        rows, cols = x.shape
+        grid = lambda meta: (triton.cdiv(rows, meta["BM"]), triton.cdiv(cols, meta["BN"]))  # noqa: E731
+        conv3x3[grid](x, w, y, rows, cols)
+    return run
+
+
+# -- timing -----------------------------------------------------------------------------
+def gpu_time(launch, sync, reps: int = 20, rounds: int = 5) -> float:
+    """Seconds per launch: best of ``rounds`` of ``reps`` async launches + one sync."""
+    launch()
+    sync()
+    best = math.inf
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            launch()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best
+
+
+class Table:
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def add(self, workload, impl, seconds, ok=True, note="", **extra):
+        row = {"workload": workload, "impl": impl, "seconds": seconds, "ok": bool(ok),
+               "note": note, **extra}
+        self.rows.append(row)
+        t = f"{seconds * 1e6:11.2f} us" if seconds is not None else "          -   "
+        print(f"  {workload:<34} {impl:<44} {t}  {'ok' if ok else 'WRONG'} {note}",
+              flush=True)
+        return row
+
+    def measure(self, workload, impl, run, result, expected, sync, *, rtol=1e-4, atol=1e-4,
+                reps=20, note="", **extra):
+        """``run()`` launches; ``result()`` returns the output as NumPy after a sync."""
+        try:
+            run()
+            sync()
+            ok = expected is None or bool(np.allclose(result(), expected, rtol=rtol, atol=atol))
+            seconds = gpu_time(run, sync, reps) if ok else None
+        except Exception as e:  # noqa: BLE001 - a failure is reported, not fatal
+            ok, seconds, note = False, None, f"{type(e).__name__}: {e}"[:160]
+        return self.add(workload, impl, seconds, ok, note, **extra)
+
+
+def _to_host(q, a: "sycl.usm_array") -> np.ndarray:
+    out = np.empty(a.shape, a.dtype)
+    q.memcpy(out, a).wait()
+    return out
+
+
+def _device_array(q, host: np.ndarray):
+    d = sycl.malloc_device(host.shape, host.dtype, q)
+    q.memcpy(d, host).wait()
+    return d
+
+
+# -- workloads --------------------------------------------------------------------------
+def bench_conv(t: Table, q, n: int, cp, torch, triton_conv) -> dict:
+    wl = f"conv3x3 {n}x{n} f32"
+    img = RNG.standard_normal((n, n), dtype=np.float32)
+    coeff = RNG.standard_normal((3, 3), dtype=np.float32)
+    padded = np.pad(img, 1)
+    expected = np.zeros_like(img)
+    for i in range(3):
+        for j in range(3):
+            expected += coeff[i, j] * padded[i:i + n, j:j + n]
+    del padded
+    d_in, d_out = _device_array(q, img), sycl.malloc_device((n, n), F32, q)
+    d_copy = sycl.malloc_device((n, n), F32, q)
+    res = {}
+    res["floor"] = t.measure(wl, "memory floor: D2D copy (q.memcpy)",
+                             lambda: q.memcpy(d_copy, d_in), lambda: _to_host(q, d_copy), img,
+                             q.wait)
+    kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
+                                devices=[q.get_device()],
+                                kernel_ids=[sycl.get_kernel_id(conv3x3_literal)])
+    kb.set_specialization_constant(coeff_id, coeff)
+    exe = sycl.build(kb)          # auto on CUDA: literal (constants folded into the PTX)
+
+    def run_pysycl(local=None):
+        def cgf(cgh):
+            cgh.use_kernel_bundle(exe)
+            r = sycl.range(n, n) if local is None else sycl.nd_range(sycl.range(n, n),
+                                                                      sycl.range(*local))
+            cgh.parallel_for(r, conv3x3_literal, d_in, d_out, np.int64(n), np.int64(n))
+        return q.submit(cgf)
+    res["pysycl"] = t.measure(wl, "pysycl literal spec const (range)", run_pysycl,
+                              lambda: _to_host(q, d_out), expected, q.wait)
+    res["pysycl_nd"] = t.measure(wl, "pysycl literal spec const (nd_range 8x32)",
+                                 lambda: run_pysycl((8, 32)), lambda: _to_host(q, d_out),
+                                 expected, q.wait)
+    if cp is not None:
+        x = cp.asarray(img)
+        y = cp.empty_like(x)
+        src = CUPY_CONV % ", ".join(_c_float(v) for v in coeff.ravel())
+        k = cp.RawKernel(src, "conv3x3")
+        block = (32, 8, 1)
+        grid = ((n + 31) // 32, (n + 7) // 8, 1)
+        res["cupy"] = t.measure(wl, "CuPy RawKernel, literal coefficients (32x8)",
+                                lambda: k(grid, block, (x, y, np.int32(n), np.int32(n))),
+                                lambda: cp.asnumpy(y), expected, cp.cuda.Device().synchronize)
+        yc = cp.empty_like(x)
+        res["cupy_copy"] = t.measure(wl, "memory floor: D2D copy (CuPy)",
+                                     lambda: yc.__setitem__(Ellipsis, x), lambda: cp.asnumpy(yc),
+                                     img, cp.cuda.Device().synchronize)
+        del x, y, yc
+    if torch is not None and triton_conv is not None:
+        tx = torch.from_numpy(img).cuda()
+        tw = torch.from_numpy(coeff.ravel().copy()).cuda()
+        ty = torch.empty_like(tx)
+        res["triton"] = t.measure(wl, "Triton, coefficients through a pointer",
+                                  lambda: triton_conv(tx, tw, ty), lambda: ty.cpu().numpy(),
+                                  expected, torch.cuda.synchronize)
+        # The same pysycl kernel on PyTorch tensors, no copies (DLPack).
+        res["pysycl_torch"] = t.measure(
+            wl, "pysycl literal (range) on torch tensors",
+            lambda: q.submit(lambda cgh: (cgh.use_kernel_bundle(exe), cgh.parallel_for(
+                sycl.range(n, n), conv3x3_literal, tx, ty, np.int64(n), np.int64(n)))),
+            lambda: ty.cpu().numpy(), expected, q.wait)
+        del tx, tw, ty
+    for a in (d_in, d_out, d_copy):
+        sycl.free(a, q)
+    return res
+
+
+def bench_saxpy(t: Table, q, n: int, cp) -> dict:
+    wl = f"saxpy {n >> 20}M f32"
+    x = RNG.standard_normal(n, dtype=np.float32)
+    y = RNG.standard_normal(n, dtype=np.float32)
+    a = F32(1.5)
+    dx, dy, dc = _device_array(q, x), _device_array(q, y), sycl.malloc_device(n, F32, q)
+    res = {"floor": t.measure(wl, "memory floor: D2D copy (q.memcpy)", lambda: q.memcpy(dc, dx),
+                              lambda: _to_host(q, dc), x, q.wait)}
+    # y changes on every launch: check one launch from the start, then time.
+    q.parallel_for(sycl.range(n), saxpy, a, dx, dy).wait()
+    ok = np.allclose(_to_host(q, dy), a * x + y, rtol=1e-5, atol=1e-5)
+    sec = gpu_time(lambda: q.parallel_for(sycl.range(n), saxpy, a, dx, dy), q.wait) if ok else None
+    res["pysycl"] = t.add(wl, "pysycl y = a*x + y", sec, ok)
+    if cp is not None:
+        cx, cy = cp.asarray(x), cp.asarray(y)
+        k = cp.RawKernel(CUPY_SAXPY, "saxpy")
+        launch = lambda: k(((n + 255) // 256,), (256,), (a, cx, cy, np.int64(n)))  # noqa: E731
+        launch()
+        cp.cuda.Device().synchronize()
+        ok = np.allclose(cp.asnumpy(cy), a * x + y, rtol=1e-5, atol=1e-5)
+        sec = gpu_time(launch, cp.cuda.Device().synchronize) if ok else None
+        res["cupy"] = t.add(wl, "CuPy RawKernel y = a*x + y", sec, ok)
+        del cx, cy
+    for d in (dx, dy, dc):
+        sycl.free(d, q)
+    return res
+
+
+def bench_launch(t: Table, q, cp, launches: int = 10_000) -> dict:
+    wl = f"launch overhead, {launches} async"
+    n = 32
+    host = np.arange(n, dtype=np.float32)
+    da, db = _device_array(q, host), sycl.malloc_device(n, F32, q)
+    res = {}
+    for label, queue in (("pysycl q.parallel_for (default queue)", q),
+                         ("pysycl q.parallel_for (in_order queue)",
+                          sycl.queue(q.get_device(), in_order=True))):
+        queue.parallel_for(sycl.range(n), tiny, da, db).wait()
+        ok = np.array_equal(_to_host(queue, db), host)
+        pf = queue.parallel_for
+        r = sycl.range(n)
+
+        def burst():
+            for _ in range(launches):
+                pf(r, tiny, da, db)
+            queue.wait()
+        sec = gpu_time(burst, queue.wait, reps=1, rounds=3) / launches if ok else None
+        res[label] = t.add(wl, label, sec, ok)
+    if cp is not None:
+        ca, cb = cp.asarray(host), cp.empty(n, cp.float32)
+        k = cp.RawKernel(CUPY_TINY, "tiny")
+        k((1,), (n,), (ca, cb))
+        ok = np.array_equal(cp.asnumpy(cb), host)
+        sync = cp.cuda.Device().synchronize
+
+        def cburst():
+            for _ in range(launches):
+                k((1,), (n,), (ca, cb))
+            sync()
+        sec = gpu_time(cburst, sync, reps=1, rounds=3) / launches if ok else None
+        res["cupy"] = t.add(wl, "CuPy RawKernel", sec, ok)
+    sycl.free(da, q)
+    sycl.free(db, q)
+    return res
+
+
+def bench_fir(t: Table, q, n: int, taps_counts=(7, 16, 33)) -> dict:
+    res = {}
+    for ntaps in taps_counts:
+        wl = f"FIR {ntaps} taps, {n >> 20}M f32"
+        x = RNG.standard_normal(n + ntaps, dtype=np.float32)
+        taps = RNG.standard_normal(ntaps, dtype=np.float32)
+        expected = np.convolve(x, taps[::-1], mode="valid")[:n].astype(np.float32)
+        dx, dt, dy = _device_array(q, x), _device_array(q, taps), sycl.malloc_device(n, F32, q)
+
+        def run_spec():
+            def cgf(cgh):
+                cgh.set_specialization_constant(ntaps_id, np.int32(ntaps))
+                cgh.parallel_for(sycl.range(n), fir_spec, dx, dt, dy)
+            return q.submit(cgf)
+        res[(ntaps, "spec")] = t.measure(wl, "pysycl literal spec const", run_spec,
+                                         lambda: _to_host(q, dy), expected, q.wait,
+                                         rtol=1e-3, atol=1e-3)
+        res[(ntaps, "arg")] = t.measure(
+            wl, "pysycl runtime argument",
+            lambda: q.parallel_for(sycl.range(n), fir_args, dx, dt, dy, np.int32(ntaps)),
+            lambda: _to_host(q, dy), expected, q.wait, rtol=1e-3, atol=1e-3)
+        for d in (dx, dt, dy):
+            sycl.free(d, q)
+    return res
+
+
+def _ratio(a, b):
+    if not a or not b or a.get("seconds") is None or b.get("seconds") is None:
+        return None
+    return a["seconds"] / b["seconds"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    ap.add_argument("--json", default="gpu_bench.json")
+    ap.add_argument("--only", default="conv,saxpy,launch,fir")
+    args = ap.parse_args(argv)
+    gpus = [d for d in sycl.device.get_devices() if d.backend.name == "cuda"]
+    if not gpus:
+        print("no CUDA device: nothing to measure", file=sys.stderr)
+        return 1
+    q = sycl.queue(gpus[0])
+    try:
+        import cupy as cp
+    except Exception:  # noqa: BLE001
+        cp = None
+    try:
+        import torch
+        triton_conv = _triton_conv()
+    except Exception:  # noqa: BLE001
+        torch = triton_conv = None
+    only = set(args.only.split(","))
+    print(f"device: {gpus[0].name}; cupy {getattr(cp, '__version__', None)}, "
+          f"torch {getattr(torch, '__version__', None)}")
+    t = Table()
+    summary = {}
+    if "conv" in only:
+        c = bench_conv(t, q, 1024 if args.quick else 8192, cp, torch, triton_conv)
+        best = min((c.get(k) for k in ("pysycl", "pysycl_nd") if c.get(k) and c[k]["ok"]),
+                   key=lambda m: m["seconds"], default=None)
+        summary["conv_pysycl_over_triton"] = _ratio(best, c.get("triton"))
+        summary["conv_pysycl_over_cupy_literal"] = _ratio(best, c.get("cupy"))
+        summary["conv_pysycl_over_memory_floor"] = _ratio(best, c.get("floor"))
+    if "saxpy" in only:
+        n = (1 << 20) if args.quick else (1 << 27)
+        s = bench_saxpy(t, q, n, cp)
+        if s["pysycl"]["seconds"] and s["floor"]["seconds"]:
+            bw = 12 * n / s["pysycl"]["seconds"]
+            floor_bw = 8 * n / s["floor"]["seconds"]
+            summary["saxpy_GBps"] = bw / 1e9
+            summary["copy_GBps"] = floor_bw / 1e9
+            summary["saxpy_fraction_of_copy_bandwidth"] = bw / floor_bw
+            if s.get("cupy") and s["cupy"]["seconds"]:
+                summary["cupy_saxpy_fraction_of_copy_bandwidth"] = \
+                    12 * n / s["cupy"]["seconds"] / floor_bw
+    if "launch" in only:
+        lr = bench_launch(t, q, cp, 1000 if args.quick else 10_000)
+        for label in ("pysycl q.parallel_for (default queue)",
+                      "pysycl q.parallel_for (in_order queue)"):
+            summary[f"launch_ratio_vs_cupy: {label}"] = _ratio(lr.get(label), lr.get("cupy"))
+    if "fir" in only:
+        f = bench_fir(t, q, (1 << 20) if args.quick else (1 << 24))
+        for key in sorted({k[0] for k in f}):
+            summary[f"fir_{key}_taps_literal_over_arg"] = _ratio(f[(key, "spec")],
+                                                                f[(key, "arg")])
+    print("\n| workload | implementation | time (us) | ok |\n|---|---|---|---|")
+    for r in t.rows:
+        sec = f"{r['seconds'] * 1e6:.2f}" if r["seconds"] is not None else "-"
+        print(f"| {r['workload']} | {r['impl']} | {sec} | {'ok' if r['ok'] else 'WRONG ' + r['note']} |")
+    print("\nsummary:")
+    for k, v in summary.items():
+        print(f"  {k}: {v:.3f}" if isinstance(v, float) else f"  {k}: {v}")
+    with open(args.json, "w") as fh:
+        json.dump({"device": gpus[0].name, "python": platform.python_version(),
+                   "rows": t.rows, "summary": summary}, fh, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
