@@ -105,8 +105,9 @@ class Report:
 
     def table(self) -> str:
         self.flush()
-        lines = ["| workload | device | pysycl | best peer | pysycl / best peer | vs memory floor |",
-                 "|---|---|---|---|---|---|"]
+        lines = ["| workload | device | pysycl | best peer | pysycl / best peer | "
+                 "pysycl / numba parallel | vs memory floor |",
+                 "|---|---|---|---|---|---|---|"]
         groups: dict[tuple[str, str], list[Measurement]] = {}
         for m in self.rows:
             groups.setdefault((m.workload, m.device), []).append(m)
@@ -114,13 +115,19 @@ class Report:
             ours = [m for m in ms if m.is_pysycl and m.ok and m.seconds]
             peers = [m for m in ms if not m.is_pysycl and not m.is_floor and m.ok and m.seconds]
             floor = [m for m in ms if m.is_floor and m.seconds]
+            numba = [m for m in peers if m.impl.startswith("numba")]
             for o in ours:
                 best = min(peers, key=lambda m: m.seconds) if peers else None
                 ratio = f"{o.seconds / best.seconds:.2f}x" if best else "-"
+                nb = f"{o.seconds / numba[0].seconds:.2f}x" if numba else "-"
                 fl = f"{o.seconds / floor[0].seconds:.2f}x" if floor else "-"
                 peer = f"{best.impl} {best.seconds * 1e3:.3f} ms" if best else "-"
                 lines.append(f"| {wl} | {dev} | {o.impl} {o.seconds * 1e3:.3f} ms | {peer} "
-                             f"| {ratio} | {fl} |")
+                             f"| {ratio} | {nb} | {fl} |")
+            if not ours:   # peers only (an OpenCL C peer's own device)
+                for p in peers:
+                    lines.append(f"| {wl} | {dev} | - | {p.impl} {p.seconds * 1e3:.3f} ms "
+                                 "| - | - | - |")
         return "\n".join(lines)
 
     def write_json(self, path: Path) -> None:

@@ -118,3 +118,27 @@ def matmul_tiled(nd: sycl.nd_item[2], a: sycl.global_ptr[f32], b: sycl.global_pt
             acc += ta[lr, k] * tb[k, lc]
         sycl.group_barrier(nd.get_group())
     c[row * n + col] = acc
+
+
+HIST_WG = 64        # work-items per group of the privatised histogram
+HIST_CHUNK = 4096   # input elements per work-item
+
+
+@sycl.kernel
+def histogram_local(nd: sycl.nd_item[1], x: sycl.global_ptr[np.int32],
+                    bins: sycl.global_ptr[np.int32], n: np.int64, nbins: np.int32,
+                    hist: sycl.local_accessor[np.int32, 1]):
+    """Per-work-group histogram in local memory, merged into ``bins`` at the end: the
+    privatised algorithm of the Numba peer (per-chunk histograms, then a merge)."""
+    lid = nd.get_local_id(0)
+    wg = nd.get_local_range(0)
+    for b in range(lid, nbins, wg):
+        hist[b] = np.int32(0)
+    sycl.group_barrier(nd.get_group())
+    lo = nd.get_global_id(0) * HIST_CHUNK
+    hi = min(lo + HIST_CHUNK, n)
+    for i in range(lo, hi):
+        sycl.atomic_ref(hist, x[i] % nbins).fetch_add(np.int32(1))
+    sycl.group_barrier(nd.get_group())
+    for b in range(lid, nbins, wg):
+        sycl.atomic_ref(bins, b).fetch_add(hist[b])

@@ -289,6 +289,18 @@ def histogram(report: Report, q, quick: bool = False) -> None:
         q.parallel_for(sycl.range(n), K.histogram, dx, bins, np.int32(nbins)).wait()
         return np.asarray(bins).copy()
     report.run(wl, dev, "pysycl (atomics)", run, expected, is_pysycl=True)
+    items = -(-n // K.HIST_CHUNK)
+    items = -(-items // K.HIST_WG) * K.HIST_WG
+
+    def run_local():
+        np.asarray(bins)[...] = 0
+        def cgf(cgh):
+            cgh.parallel_for(sycl.nd_range(sycl.range(items), sycl.range(K.HIST_WG)),
+                             K.histogram_local, dx, bins, np.int64(n), np.int32(nbins),
+                             cgh.local_accessor(np.int32, (nbins,)))
+        q.submit(cgf).wait()
+        return np.asarray(bins).copy()
+    report.run(wl, dev, "pysycl (local histograms)", run_local, expected, is_pysycl=True)
     report.run(wl, dev, "numpy bincount",
                lambda: np.bincount(x % nbins, minlength=nbins).astype(np.int32), expected)
     if peers_numba.available():

@@ -301,7 +301,37 @@ def lower_atomic_rmw(ctx, op):
         llop = _RMW_INT.get(kind)
     if llop is None:
         raise ctx.error(op, f"atomic {kind} is not defined on {s}")
+    if getattr(p.type, "space", None) == "local" and \
+            getattr(ctx.lowering, "work_group_on_one_thread", False):
+        return _plain_rmw(ctx, llop, ctx.get(p), ctx.get(v), ctx.vtype(s))
     return ctx.builder.atomic_rmw(llop, ctx.get(p), ctx.get(v), ORDERINGS[op.attrs["order"]])
+
+
+def _plain_rmw(ctx, llop: str, ptr, value, vt):
+    """An RMW on local memory of a target that runs each work-group on one thread (the
+    native CPU): no other thread can see the memory, so it needs no atomicity: a plain
+    load, op, store, which LLVM may also keep in registers or vectorise."""
+    b = ctx.builder
+    old = b.load(ptr, typ=vt)
+    # Items may update one location (that is why it was atomic): never mark these as
+    # free of cross-item dependences (native lowering's parallel work-item loops).
+    old.pysycl_atomic = True
+    if llop == "xchg":
+        new = value
+    elif llop in ("add", "sub", "and", "or", "xor"):
+        new = getattr(b, {"and": "and_", "or": "or_"}.get(llop, llop))(old, value)
+    elif llop in ("fadd", "fsub"):
+        new = getattr(b, llop)(old, value)
+    elif llop in ("min", "max", "umin", "umax"):
+        pred = {"min": "<", "max": ">", "umin": "<", "umax": ">"}[llop]
+        cmp = b.icmp_signed if llop in ("min", "max") else b.icmp_unsigned
+        new = b.select(cmp(pred, value, old), value, old)
+    else:  # fmin / fmax: minnum / maxnum, as atomicrmw fmin / fmax
+        name = {"fmin": "llvm.minnum", "fmax": "llvm.maxnum"}[llop]
+        fn = ctx.llmodule.declare_intrinsic(name, [vt])
+        new = b.call(fn, [old, value])
+    b.store(new, ptr).pysycl_atomic = True
+    return old
 
 
 @rule("atomic.cmpxchg")

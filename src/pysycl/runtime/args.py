@@ -152,8 +152,7 @@ def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
             cap = value.__dlpack__()
     except (BufferError, RuntimeError, ValueError) as e:
         raise _arg_error(kernel, name, f"cannot export it through DLPack: {e}") from None
-    api = ctypes.pythonapi
-    address = api.PyCapsule_GetPointer(ctypes.py_object(cap), b"dltensor")
+    address = _capsule_pointer(cap, b"dltensor")
     tensor = dlpack.DLManagedTensor.from_address(address).dl_tensor
     code = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(tensor.dtype.code, "V")
     dtype = np.dtype(f"{code}{tensor.dtype.bits // 8}") if code != "b" else np.dtype(np.bool_)
@@ -198,8 +197,10 @@ def _cuda_pointer(value, dev, kernel, name, keep, stream):
     return int(ptr), dtype
 
 
-ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
-ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# A private prototype: ``ctypes.pythonapi``'s function objects are shared, and
+# runtime/dlpack.py gives PyCapsule_GetPointer a ``c_void_p`` capsule (its destructor).
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 # Per-parameter packers -------------------------------------------------------------------

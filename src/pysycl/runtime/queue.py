@@ -433,7 +433,10 @@ class _FastLaunch:
         q = self.q
         if q._in_order:
             last = q._last
-            if last is not None and not last._done:
+            if last is not None and not last._done and not (
+                    # already issued to this queue's in-order stream: the stream orders it
+                    last._kind == STREAM and last._started and q._stream_in_order
+                    and getattr(last._token, "stream", None) is self.stream):
                 return None
         keep: list = []
         packed, local_bytes = self.packer.pack(args, self.cgh, keep)
@@ -467,6 +470,18 @@ class _FastLaunch:
                 q._last = ev
         else:
             out = q._outstanding
+            if out and ev._run is None:
+                prev = out[-1]
+                # A plain launch issued just before on the same in-order stream is
+                # finished when this one is: q.wait() needs only the newer (without this,
+                # a burst of launches that are all still running grew the list and
+                # re-filtered it on every launch).
+                if prev._done or (prev._kind == STREAM and prev._started and
+                                  prev._run is None and prev._callbacks is None and
+                                  q._stream_in_order and getattr(prev._token, "stream", None)
+                                  is getattr(ev._token, "stream", False)):
+                    out[-1] = ev
+                    return ev
             out.append(ev)
             if len(out) > 256:
                 q._outstanding = [e for e in out if not e._done]

@@ -367,9 +367,11 @@ def test_kernel_and_argument_properties():
     m = k_props.ir_module()
     f = m.function("custom.name")
     assert f.properties == {"sycl-work-group-size": "8,4"}
-    assert f.params[1].properties == {"sycl-restrict": ""}
+    # annotated_ptr: parameter properties, plus the pointer annotation (seed 003)
+    assert f.params[1].properties == {"sycl-restrict": "",
+                                      "pysycl-ptr-annotation": "sycl-properties:sycl-restrict"}
     assert str(f.params[1].type) == "ptr<global,f32>"
-    assert f.params[2].properties == {"sycl-restrict": ""}
+    assert f.params[2].properties == {"sycl-restrict": ""}   # accessors are not annotated
 
 
 def test_locations_point_into_the_file():

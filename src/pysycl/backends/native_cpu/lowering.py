@@ -66,6 +66,9 @@ class NativeCpuLowering(TargetLowering):
     # codegen/rules_control: constant loops of a few iterations carry llvm.loop.unroll.full
     # (the native compiler leaves LLVM's unrolling heuristics off).
     full_unroll_small_loops = True
+    # codegen/rules_memory: atomics on local memory are plain read-modify-writes (one
+    # thread runs a whole work-group here).
+    work_group_on_one_thread = True
     addrspaces = {"private": 0, "global": 0, "local": 0, "constant": 0, "generic": 0}
 
     # Hidden parameters ------------------------------------------------------------------
@@ -282,10 +285,12 @@ def _mark_parallel_accesses(blocks, group) -> None:
     3.8.1), so the loop carries no memory dependence and LLVM vectorises it without
     runtime alias checks (``if lid < stride: s[lid] += s[lid + stride]``). Accesses to
     a scalar alloca (an item-local var shared by the items in turn) stay out, and
-    so do atomics: a loop with an unmarked access is not treated as parallel."""
+    so do atomics, including local ones lowered to plain read-modify-writes: a loop with
+    an unmarked access is not treated as parallel."""
     for blk in blocks:
         for inst in blk.instructions:
-            if isinstance(inst, (ll.LoadInstr, ll.StoreInstr)):
+            if isinstance(inst, (ll.LoadInstr, ll.StoreInstr)) and \
+                    not getattr(inst, "pysycl_atomic", False):
                 base = inst.operands[0] if isinstance(inst, ll.LoadInstr) else inst.operands[1]
                 while isinstance(base, ll.GEPInstr):
                     base = base.pointer
