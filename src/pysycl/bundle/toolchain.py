@@ -29,7 +29,8 @@ from ..passes import pipeline
 from . import stats
 
 #: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries.
-CODEGEN_ABI = 1
+#: 2: native CPU fission clean-up, parallel work-item loops, plain local atomics.
+CODEGEN_ABI = 2
 
 _overrides: dict[str, Any] = {}
 
