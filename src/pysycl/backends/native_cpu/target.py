@@ -21,21 +21,13 @@ def _init_llvm() -> None:
     llvm.initialize_native_asmprinter()
 
 
-def _tm_features() -> str:
-    import os
-    f = llvm.get_host_cpu_features().flatten()
-    if os.environ.get("PYSYCL_PREFER_512"):
-        f += ",-prefer-256-bit"
-    return f
-
-
 @functools.lru_cache(maxsize=None)
 def host_target_machine() -> llvm.TargetMachine:
     """The host TargetMachine (host CPU and features, PIC). Host TMs may be reused across
     modules, unlike SPIR-V ones (llvm-backends.md 0.1)."""
     _init_llvm()
     return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=_tm_features(),
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
         opt=3, reloc="pic", codemodel="default")
 
 

@@ -55,7 +55,8 @@ from ...codegen import types as lt
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
-from ...ir.types import (ArrayType, IndexSpaceType, ScalarType, StructType, Type, VecType)
+from ...ir.types import (AccessorType, ArrayType, IndexSpaceType, LocalAccessorType, ScalarType,
+                         StructType, Type, VecType)
 
 EXTENSIONS_METADATA = "pysycl.spirv.extensions"
 FLOAT_ATOMIC_ADD = "SPV_EXT_shader_atomic_float_add"
@@ -142,6 +143,8 @@ class OpenClLowering(TargetLowering):
     def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
         ctx.wi = WorkItemState(kernel_dims(ctx.function) if ctx.function.kind == "kernel"
                                else args[0])
+        if ctx.function.kind == "kernel":
+            _assume_sizes_non_negative(ctx)
 
     def hidden_args(self, ctx: LoweringContext) -> list:
         dims = ctx.wi.dims
@@ -208,7 +211,11 @@ class OpenClLowering(TargetLowering):
         return self._axis(ctx, query, axis)
 
     def _axis(self, ctx, query: str, axis: ll.Value) -> ll.Value:
-        return _builtin_call(ctx, mangled(_WI_BUILTIN[query], "i"), lt.I64, [axis])
+        # A constant axis (kernels): in the entry block, so a query inside a branch needs
+        # no load of the builtin variable there and the Intel vectorizer sees one
+        # ``get_global_id`` per dimension at the top of the kernel, as from OpenCL C.
+        b = ctx.entry_builder() if isinstance(axis, ll.Constant) else ctx.builder
+        return _builtin_call(ctx, mangled(_WI_BUILTIN[query], "i"), lt.I64, [axis], builder=b)
 
     def sub_group(self, ctx: LoweringContext, query: str) -> ll.Value:
         v = _builtin_call(ctx, mangled(_SG_BUILTIN[query], "v"), lt.I32, [])
@@ -261,6 +268,30 @@ def kernel_dims(fn: Function) -> int:
     return max(used, default=0) + 1
 
 
+def _assume_sizes_non_negative(ctx) -> None:
+    """``llvm.assume(x >= 0)`` in the entry block for every accessor range and offset
+    argument of a kernel. They are sizes, and knowing it lets LLVM fold a bounds check
+    ``0 <= i < range`` into one unsigned compare: after the Intel runtime's 16-way
+    vectorizer, that halves the i64 mask compares of a bounds-checked stencil (conv3x3:
+    about 1.4x -> 1.0x the OpenCL C time). (A ``range(i64 0, ...)`` parameter attribute
+    does not enable that fold in LLVM 20; an assume does.)"""
+    fn, args, i = ctx.function, list(ctx.llfn.args), 0
+    sizes = []
+    for p in fn.params:
+        n = len(param_types(p, True, ctx.lowering))
+        if isinstance(p.type, (AccessorType, LocalAccessorType)):
+            sizes += args[i + 1:i + n]
+        i += n
+    if not sizes:
+        return
+    b = ctx.entry_builder()
+    assume = ctx.llmodule.globals.get("llvm.assume") or ll.Function(
+        ctx.llmodule, ll.FunctionType(lt.VOID, [lt.I1]), "llvm.assume")
+    zero = ll.Constant(lt.I64, 0)
+    for a in sizes:
+        b.call(assume, [b.icmp_signed(">=", a, zero)])
+
+
 def _declare(llmodule: ll.Module, name: str, ret: ll.Type, params: list, *,
              convergent: bool = False, pure: bool = False) -> ll.Function:
     fn = llmodule.globals.get(name)
@@ -276,9 +307,9 @@ def _declare(llmodule: ll.Module, name: str, ret: ll.Type, params: list, *,
     return fn
 
 
-def _builtin_call(ctx, name: str, ret: ll.Type, args: list, **kw) -> ll.Value:
+def _builtin_call(ctx, name: str, ret: ll.Type, args: list, builder=None, **kw) -> ll.Value:
     fn = _declare(ctx.llmodule, name, ret, [a.type for a in args], pure=True, **kw)
-    return ctx.builder.call(fn, args)
+    return (builder or ctx.builder).call(fn, args)
 
 
 def _call(ctx, name: str, ret: ll.Type, args: list, **kw) -> ll.Value:
