@@ -65,14 +65,14 @@ def main(argv=None) -> int:
                 step()
             except Exception as e:  # noqa: BLE001
                 from .harness import Measurement
-                report.add(Measurement(name, dev.name, "pysycl", None, False,
+                report.add(Measurement(name, suite.device_label(dev), "pysycl", None, False,
                                        f"{type(e).__name__}: {e}"[:160], True))
-        ocl = None   # the OpenCL C peers run once
     if "launch" in only and _opencl_peer_context() is not None:
         native = [d for d in sycl.device.get_devices()
                   if str(d.backend).split(".")[-1] == "native_cpu"]
         suite.opencl_launch_overhead(report, _opencl_peer_context(),
-                                     device_label=native[0].name if native else None)
+                                     device_label=suite.device_label(native[0]) if native
+                                     else None)
     print()
     print(f"date: {time.strftime('%Y-%m-%d')}")
     print(report.table())

@@ -104,7 +104,8 @@ def measure(q, runs: int = 3) -> list[Measurement]:
     """Fresh interpreters: ``runs`` cold builds (each with an empty disk cache) and
     ``runs`` disk-cache hits; medians. Bytecode caching is on as for any installed
     package (PYTHONDONTWRITEBYTECODE dropped), after one uncounted warm-up."""
-    dev = q.get_device().name
+    from .suite import device_label
+    dev = device_label(q.get_device())
     rows = []
     backend = str(q.get_device().backend).split(".")[-1]
     selector = "native_cpu" if backend == "native_cpu" else f"{backend}:*"

@@ -172,3 +172,20 @@ def missing_rules(lowering: TargetLowering) -> list[str]:
 
 
 __all__ = ["TargetLowering", "emit_ptr_annotation", "missing_rules", "ORDERINGS", "FAILURE_ORDERINGS", "lt"]
+
+
+def with_syncscope(shared_rule: Rule) -> Rule:
+    """``shared_rule`` (an atomic rule) with the target's ``syncscope`` written on the
+    atomic instructions it emits; GPU targets scope atomics below the system default."""
+    def lower(ctx: LoweringContext, op: Op):
+        block = ctx.builder.block
+        before = len(block.instructions)
+        result = shared_rule(ctx, op)
+        scope = ctx.lowering.atomic_scope(op.attrs["scope"])
+        if scope:
+            for inst in block.instructions[before:]:
+                if hasattr(inst, "ordering") and "syncscope" not in inst.ordering:
+                    inst.ordering = f'syncscope("{scope}") {inst.ordering}'
+        return result
+    lower.__name__ = f"{shared_rule.__name__}_scoped"
+    return lower

@@ -44,6 +44,7 @@ import dataclasses
 from llvmlite import ir as ll
 
 from ...codegen import LoweringContext, TargetLowering, param_types
+from ...codegen.target_lowering import with_syncscope
 from ...codegen import types as lt
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
                                      lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
@@ -95,10 +96,10 @@ class CudaLowering(TargetLowering):
         self.rules.update({
             "group.reduce": _lower_group_reduce,
             "pow": _lower_pow,
-            "atomic.rmw": _scoped(lower_atomic_rmw),
-            "atomic.cmpxchg": _scoped(lower_atomic_cmpxchg),
-            "atomic.load": _scoped(lower_atomic_load),
-            "atomic.store": _scoped(lower_atomic_store),
+            "atomic.rmw": with_syncscope(lower_atomic_rmw),
+            "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
+            "atomic.load": with_syncscope(lower_atomic_load),
+            "atomic.store": with_syncscope(lower_atomic_store),
             "dg.addr": _lower_dg_addr,
         })
 
@@ -410,22 +411,6 @@ def libdevice_call(ctx, name: str, args: list) -> ll.Value:
         return b.fptrunc(libdevice_call(ctx, name, wide), ty)
     symbol = f"__nv_{name}f" if isinstance(ty, ll.FloatType) else f"__nv_{name}"
     return _call(ctx, symbol, ty, args)
-
-
-def _scoped(shared_rule):
-    """The shared atomic rule, with this target's ``syncscope`` on the instruction."""
-    def lower(ctx, op):
-        block = ctx.builder.block
-        before = len(block.instructions)
-        result = shared_rule(ctx, op)
-        scope = ctx.lowering.atomic_scope(op.attrs["scope"])
-        if scope:
-            for inst in block.instructions[before:]:
-                if hasattr(inst, "ordering") and "syncscope" not in inst.ordering:
-                    inst.ordering = f'syncscope("{scope}") {inst.ordering}'
-        return result
-    lower.__name__ = f"lower_{shared_rule.__name__}_scoped"
-    return lower
 
 
 class _ExternallyInitialized(ll.GlobalVariable):

@@ -51,6 +51,7 @@ import re
 from llvmlite import ir as ll
 
 from ...codegen import LoweringContext, TargetLowering, param_types
+from ...codegen.target_lowering import with_syncscope
 from ...codegen import types as lt
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
 from ...codegen.rules_scalar import compare, const, scalar_of
@@ -130,7 +131,7 @@ class OpenClLowering(TargetLowering):
         self.rules.update({
             "group.reduce": _lower_group_reduce,
             "atomic.rmw": _lower_atomic_rmw,
-            "atomic.cmpxchg": _scoped(lower_atomic_cmpxchg),
+            "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
             "atomic.load": _lower_atomic_load,
             "atomic.store": _lower_atomic_store,
             "assert": _lower_assert,
@@ -413,30 +414,14 @@ def _lower_group_reduce(ctx, op):
 
 
 # Atomics --------------------------------------------------------------------------------------
-def _scoped(shared_rule):
-    """The shared atomic rule, with this target's ``syncscope`` on the instruction."""
-    def lower(ctx, op):
-        block = ctx.builder.block
-        before = len(block.instructions)
-        result = shared_rule(ctx, op)
-        scope = ctx.lowering.atomic_scope(op.attrs["scope"])
-        if scope:
-            for inst in block.instructions[before:]:
-                if hasattr(inst, "ordering") and "syncscope" not in inst.ordering:
-                    inst.ordering = f'syncscope("{scope}") {inst.ordering}'
-        return result
-    lower.__name__ = f"lower_{shared_rule.__name__}_opencl"
-    return lower
-
-
-_scoped_rmw = _scoped(lower_atomic_rmw)
+_rmw_scoped = with_syncscope(lower_atomic_rmw)
 
 
 def _lower_atomic_rmw(ctx, op):
     p, v = op.operands
     s, kind = scalar_of(v.type), op.attrs["op"]
     if not s.is_float:
-        return _scoped_rmw(ctx, op)
+        return _rmw_scoped(ctx, op)
     b = ctx.builder
     ptr, val = ctx.get(p), ctx.get(v)
     from ...codegen.target_lowering import ORDERINGS
