@@ -125,7 +125,7 @@ def _opencl_conv(report, wl, dev, ctx, img, coeff, expected):
         "LITERAL": None, "COEFFS": peers_opencl.coeff_literal(coeff)}), "conv3x3")
     k_lit.set_args(d_in, d_out, np.int32(n), np.int32(n))
 
-    def launch(k):
+    def launch(k, keep=(d_in, d_out, d_co)):   # kernel args do not keep the cl.Buffers alive
         cl.enqueue_nd_range_kernel(cq, k, (n, n), None)
         cq.finish()
 
@@ -206,7 +206,7 @@ def _opencl_fir(report, wl, dev, ctx, x, taps, n, ntaps, expected):
     k_def = cl.Kernel(peers_opencl.build(ctx, peers_opencl.FIR_SRC, {"NTAPS": ntaps}), "fir")
     k_def.set_args(d_x, d_t, d_y)
 
-    def launch(k):
+    def launch(k, keep=(d_x, d_t, d_y)):   # kernel args do not keep the cl.Buffers alive
         cl.enqueue_nd_range_kernel(cq, k, (n,), None)
         cq.finish()
 

@@ -2,6 +2,7 @@
 device and compared with the same code run by NumPy/Python on random data."""
 import math
 import os
+import re
 import traceback
 
 import numpy as np
@@ -410,6 +411,84 @@ def test_fixed_arrays_and_private_array(queue, rng):
     np.testing.assert_array_equal(cnt, 48)
 
 
+# Weak values: a range variable, `n = 3`, `acc = 0.0` are Python numbers (NEP 50 weak) --------
+@sycl.kernel
+def weak_values(it: sycl.item[1], x: sycl.global_ptr[np.float32], n: np.int32,
+                out: sycl.global_ptr[np.float32], cnt: sycl.global_ptr[np.int32]):
+    i = it.get_id(0)
+    acc = 0.0                          # becomes float32 with the first `+= float32`
+    for k in range(4):
+        acc += x[i * 4 + k] * k        # float32 * Python int: float32
+    scale = 3
+    half = 0.5
+    c = cnt[i]
+    for j in range(n):
+        c += j * 2 - 1                 # int32 + Python int: int32
+    t = float(n) * x[i * 4]            # float(...) is a Python float: float32 result
+    m = max(x[i * 4 + 1], 0)
+    out[i] = acc * scale + half * x[i * 4] + (1 if acc > 0 else 0) + t / 4 - m
+    cnt[i] = c
+
+
+class _Item:
+    def __init__(self, i):
+        self.i = i
+
+    def get_id(self, d):
+        return np.int64(self.i)
+
+
+def test_weak_python_numbers_match_numpy(queue, rng):
+    """The kernel body run by Python on NumPy scalars is the reference: same values, and
+    the float32 arithmetic stays float32 (no float64 anywhere in the compiled code)."""
+    n = 64
+    x = rng.standard_normal(4 * n).astype(np.float32)
+    cnt0 = rng.integers(-1000, 1000, n).astype(np.int32)
+    out, cnt = run(queue, weak_values, n, x, np.int32(5), np.zeros(n, np.float32), cnt0.copy())[1:]
+    ref_out, ref_cnt = np.zeros(n, np.float32), cnt0.copy()
+    for i in range(n):
+        weak_values.py_function(_Item(i), x, np.int32(5), ref_out, ref_cnt)
+    np.testing.assert_allclose(out, ref_out, rtol=2e-6, atol=1e-6)
+    np.testing.assert_array_equal(cnt, ref_cnt)
+    ir = image_text(queue, weak_values, "ir")
+    # `half = 0.5` is stored as a float64 Python float, but no arithmetic is float64
+    arith = [ln for ln in ir.splitlines() if ": f64" in ln and
+             not any(w in ln for w in ("var.load", "const", "cast"))]
+    assert not arith, arith
+    if queue.get_device().backend == sycl.backend.native_cpu:
+        # optimised LLVM: no double arithmetic and no float -> double (float(n) converts an
+        # int32 to a Python float, i.e. through double, as Python does)
+        from pysycl.backends.native_cpu.compiler import NativeCpuCompiler
+        llvm = NativeCpuCompiler().optimized_ir(image_text(queue, weak_values, "llvm"))
+        assert not re.search(r"\b(fadd|fsub|fmul|fdiv|frem)( [a-z]+)* double|fpext|@llvm\.\w+\.f64",
+                             llvm), llvm
+
+
+@sycl.kernel
+def weak_accumulate(it: sycl.item[1], x: sycl.global_ptr[np.float32], m: np.int64,
+                    out: sycl.global_ptr[np.float32], out64: sycl.global_ptr[np.float64]):
+    i = it.get_id(0)
+    acc = 0.0
+    acc64 = np.float64(0.0)            # an explicit float64 accumulator stays float64
+    for k in range(m):
+        acc += x[i * m + k]
+        acc64 += x[i * m + k]
+    out[i] = acc
+    out64[i] = acc64
+
+
+def test_float32_accumulator_like_numpy(queue, rng):
+    n, m = 32, 50
+    x = (rng.standard_normal(n * m) * 1000).astype(np.float32)
+    out, out64 = run(queue, weak_accumulate, n, x, np.int64(m), np.zeros(n, np.float32),
+                     np.zeros(n, np.float64))[1:]
+    ref, ref64 = np.zeros(n, np.float32), np.zeros(n, np.float64)
+    for i in range(n):
+        weak_accumulate.py_function(_Item(i), x, m, ref, ref64)
+    np.testing.assert_array_equal(out, ref)          # float32 additions in the same order
+    np.testing.assert_array_equal(out64, ref64)
+
+
 v4 = sycl.vec(np.float32, 4)
 
 
@@ -566,7 +645,7 @@ def static_unrolled(it: sycl.item[1], x: sycl.global_ptr[np.float32],
     i = it.get_id(0)
     acc = np.float32(0)
     for k in sycl.static_range(4):
-        acc += x[i * 4 + k] * np.float32(k + 1)
+        acc += x[i * 4 + k] * (k + 1)      # a Python int: float32 * (k + 1) is float32
     out[i] = acc
 
 

@@ -23,7 +23,7 @@ from ..ir.core import Value
 from ..types import memory_order, memory_scope
 from . import kernel_api, sycl_math
 from .typing_rules import math_result, PY_OPS
-from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, TupleVal
+from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, TupleVal, Weak, promo_type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,23 +74,22 @@ def _spelling(obj) -> str:
     return f"sycl.{name}"
 
 
-def _args(lw, node, n: int | tuple, name: str) -> list:
+def _args(lw, node, n: int | tuple, name: str, weak: bool = False) -> list:
     counts = n if isinstance(n, tuple) else (n,)
     if node.keywords:
         lw.error(node, f"{name}() takes no keyword arguments")
     if len(node.args) not in counts:
         lw.error(node, f"{name}() takes {' or '.join(map(str, counts))} argument(s), got {len(node.args)}")
-    return [lw.expr(a) for a in node.args]
+    return [lw.wexpr(a) if weak else lw.expr(a) for a in node.args]
 
 
-def _weak(fv):
-    return type(fv.value) if isinstance(fv, Lit) else fv.type
+_weak = promo_type
 
 
 # Math --------------------------------------------------------------------------------
 def _math_rule(name: str, nargs: int):
     def lower(lw, node):
-        args = [lw.operand(a, node) for a in _args(lw, node, nargs, name)]
+        args = [lw.operand(a, node) for a in _args(lw, node, nargs, name, weak=True)]
         for a in args:
             if isinstance(a, Value) and not isinstance(a.type, T.ScalarType):
                 lw.error(node, f"{name}() takes scalars, not {a.type}")
@@ -112,9 +111,11 @@ for _name, _n in MATH_FUNCTIONS.items():
 @add_builtin("abs", [py.abs, np.abs, np.absolute])
 def _abs(lw, node):
     """abs(x): IR op abs in x's type."""
-    (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, "abs")]
+    (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, "abs", weak=True)]
     if isinstance(x, Lit):
         return Lit(abs(x.value))
+    if isinstance(x, Weak):
+        return Weak(lw.value("abs", [x.value], x.value.type, node=node))
     return lw.value("abs", [x], x.type, node=node)
 
 
@@ -122,9 +123,12 @@ def _minmax(op):
     def lower(lw, node):
         if node.keywords or len(node.args) < 2:
             lw.error(node, f"{op}() in kernel code takes two or more positional arguments")
-        acc = lw.operand(lw.expr(node.args[0]), node)
+        acc = lw.operand(lw.wexpr(node.args[0]), node)
         for a in node.args[1:]:
-            b = lw.operand(lw.expr(a), node)
+            b = lw.operand(lw.wexpr(a), node)
+            if isinstance(acc, Weak) or isinstance(b, Weak):
+                acc = lw.binop(op, acc, b, node)  # NumPy promotion, Python numbers weak
+                continue
             if isinstance(acc, Lit) and isinstance(b, Lit):
                 acc = Lit(PY_OPS[op](acc.value, b.value))
                 continue
@@ -141,9 +145,9 @@ add_builtin("max", [py.max, np.maximum], "max(a, b, ...): IR op max, NumPy promo
 # Conversions -------------------------------------------------------------------------
 def _conversion(ty: T.ScalarType, pyconv=None):
     def lower(lw, node):
-        args = _args(lw, node, (0, 1), pyconv.__name__ if pyconv else str(ty.dtype))
+        args = _args(lw, node, (0, 1), pyconv.__name__ if pyconv else str(ty.dtype), weak=True)
         if not args:
-            return lw.const(0, ty, node)
+            return Lit(pyconv()) if pyconv is not None else lw.const(0, ty, node)
         x = args[0]
         if pyconv is not None and isinstance(x, Lit):
             return Lit(pyconv(x.value))  # int(2.5) stays a weak Python literal, as in Python
@@ -151,13 +155,17 @@ def _conversion(ty: T.ScalarType, pyconv=None):
             return lw.truth(x, node)
         if isinstance(x, Lit):
             return lw.coerce(x, ty, node)
-        return lw.coerce(lw.operand(x, node), ty, node)
+        v = lw.coerce(lw.operand(x, node), ty, node)
+        # int(x) and float(x) are Python numbers (weak, int64/float64 storage), as in Python:
+        # float(i) * x_f32 is float32. np.int64(x), np.float64(x) are strong.
+        return Weak(v) if pyconv is not None else v
     return lower
 
 
-add_builtin("int", [py.int], "int(x): int64, truncating toward zero; int(literal) stays a weak literal")(
-    _conversion(T.I64, int))
-add_builtin("float", [py.float], "float(x): float64")(_conversion(T.F64, float))
+add_builtin("int", [py.int], "int(x): a Python int (weak, int64 storage), truncating toward zero; "
+            "int(literal) stays a weak literal")(_conversion(T.I64, int))
+add_builtin("float", [py.float], "float(x): a Python float (weak, float64 storage)")(
+    _conversion(T.F64, float))
 add_builtin("bool", [py.bool], "bool(x): x != 0")(_conversion(T.BOOL, bool))
 for _name, _st in T.SCALARS.items():
     add_builtin(f"np.{_st.dtype.name}", [_st.dtype.type],

@@ -17,7 +17,7 @@ from ..ir import types as T
 from ..ir.core import Value
 from . import builtins as catalogue
 from .lowering import describe, type_name
-from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal
+from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak
 
 # method -> (op, takes a dim); kind "item"/"id" (range launches), "nd_item", groups.
 ITEM_METHODS = {"get_id": ("wi.global_id", True), "get_range": ("wi.global_range", True),
@@ -56,6 +56,7 @@ class CallRules:
         func = node.func
         if isinstance(func, ast.Attribute):
             base = self.place(func.value)
+            base = base.value if isinstance(base, Weak) else base
             if isinstance(base, Ptr) and base.device_global is not None:
                 return self.device_global_method(base, func.attr, node)
             base = self.read(base, func.value)

@@ -116,15 +116,37 @@ class ImageBuilder:
         self.module.functions.append(func)
         self.stack.append(fobj)
         try:
-            lw = FunctionLowerer(self, parsed, env, ret, is_kernel)
             rebound, in_place = stored_roots(parsed.node)
             by_value = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
             slots = [p for p in func.params if p.name in rebound
                      or p.name in in_place and isinstance(p.type, by_value)]
-            lw.lower_into(func, slots)
+            # Weak locals that strong values are assigned to (``acc = 0.0`` then
+            # ``acc += x_f32``) get their type from those assignments, which may come after
+            # uses: lower again with the types found, until no new one appears (each pass
+            # types at least one more local, so this ends). Most functions take one pass.
+            hints: dict = {}
+            state = self._snapshot()
+            while True:
+                lw = FunctionLowerer(self, parsed, env, ret, is_kernel, hints)
+                lw.lower_into(func, slots)
+                found = {k: v for k, v in lw.weak_local_types().items() if k not in hints}
+                if not found:
+                    break
+                hints.update(found)
+                self._restore(state)  # forget the callees the discarded pass specialised
             func.return_type = lw.return_type or T.VOID
         finally:
             self.stack.pop()
+
+    def _snapshot(self):
+        return (list(self.module.functions), dict(self.functions), dict(self.spec),
+                dict(self.dgs), dict(self.decls))
+
+    def _restore(self, state) -> None:
+        self.module.functions[:] = state[0]
+        for d, saved in zip((self.functions, self.spec, self.dgs, self.decls), state[1:]):
+            d.clear()
+            d.update(saved)
 
     # Calls ---------------------------------------------------------------------------
     def bind_call(self, fobj, args, kwargs, lw, node) -> list:

@@ -16,8 +16,9 @@ from ..ir import types as T
 from ..ir.core import Region, Value
 from .diagnostics import unsupported
 from .lowering import type_name
-from .typing_rules import (CMP_PREDS, PY_CMPS, PY_OPS, binary_result, compare_operand_type)
-from .values import Lit, Obj, TupleVal
+from .typing_rules import (CMP_PREDS, PY_CMPS, PY_OPS, binary_result, compare_operand_type,
+                           default_type, literal_fits, weak_storage_type)
+from .values import Lit, Obj, TupleVal, Weak, is_weak, promo_type
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and",
@@ -27,11 +28,7 @@ SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mo
            "min": "min", "max": "max"}
 
 
-def _weak(fv):
-    """The type ``typing_rules`` takes for an operand: the IR type, or the weak Python type."""
-    if isinstance(fv, Lit):
-        return type(fv.value)
-    return fv.type
+_weak = promo_type  # the type ``typing_rules`` takes for an operand (weak: a Python type)
 
 
 class ExpressionRules:
@@ -39,6 +36,13 @@ class ExpressionRules:
         unsupported(self.src, node, what)
 
     def expr(self, node: ast.expr):
+        """``node`` lowered, a :class:`Weak` value given as its plain storage value (for the
+        rules that do not promote: indices, arguments, stores...)."""
+        fv = self.wexpr(node)
+        return fv.value if isinstance(fv, Weak) else fv
+
+    def wexpr(self, node: ast.expr):
+        """``node`` lowered, keeping :class:`Weak` (for the rules that promote)."""
         rule = getattr(self, "expr_" + type(node).__name__, None)
         if rule is None:
             self.unsupported(node)
@@ -68,7 +72,7 @@ class ExpressionRules:
         return self.read(self.place(node), node)
 
     def expr_Tuple(self, node):
-        return TupleVal(tuple(self.expr(e) for e in node.elts))
+        return TupleVal(tuple(self.wexpr(e) for e in node.elts))
 
     # Arithmetic -----------------------------------------------------------------------
     def binop_name(self, op: ast.operator, node) -> str:
@@ -79,7 +83,7 @@ class ExpressionRules:
 
     def expr_BinOp(self, node):
         op = self.binop_name(node.op, node)
-        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+        return self.binop(op, self.wexpr(node.left), self.wexpr(node.right), node)
 
     def promote(self, op, a, b, node) -> T.ScalarType:
         try:
@@ -98,6 +102,8 @@ class ExpressionRules:
         for x in (a, b):
             if isinstance(x, Value) and isinstance(x.type, T.VecType):
                 return self._vec_binop(op, a, b, node)
+        if is_weak(a) and is_weak(b):
+            return self._weak_binop(op, a, b, node)
         ty = self.promote(op, _weak(a), _weak(b), node)
         if op == "div" and not ty.is_float:
             ty = T.F64
@@ -109,8 +115,19 @@ class ExpressionRules:
         va, vb = self.coerce(a, ty, node), self.coerce(b, ty, node)
         return self.value(op, [va, vb], ty, node=node)
 
+    def _weak_binop(self, op, a, b, node):
+        """Python numbers among themselves (one at least a run-time :class:`Weak`): computed
+        in int64/float64, the result a Python number again (``k + 1``, ``k * 0.5``)."""
+        ty = self.promote(op, weak_storage_type(a), weak_storage_type(b), node)
+        if op == "div" and not ty.is_float:
+            ty = T.F64
+        v = self.value(op, [self.coerce(a, ty, node), self.coerce(b, ty, node)], ty, node=node)
+        return Weak(v) if ty in (T.I64, T.F64) else v
+
     def operand(self, fv, node):
         """An operand of arithmetic: scalars, vecs and pointers; 1-D ids as integers."""
+        if isinstance(fv, Weak):
+            return fv
         if isinstance(fv, Obj) and isinstance(fv.value, np.generic):
             return self.materialize(fv, node)
         if isinstance(fv, Value) and isinstance(fv.type, T.IndexSpaceType) and fv.type.dims == 1:
@@ -149,8 +166,14 @@ class ExpressionRules:
         return self.value(op, [self.coerce(a, vt, node), self.coerce(b, vt, node)], vt, node=node)
 
     def expr_UnaryOp(self, node):
-        v = self.operand(self.expr(node.operand), node) if not isinstance(node.op, ast.Not) \
+        v = self.operand(self.wexpr(node.operand), node) if not isinstance(node.op, ast.Not) \
             else self.expr(node.operand)
+        if isinstance(v, Weak):  # -k, ~k of a Python number is a Python number
+            r = self.expr_UnaryOp_value(node, v.value)
+            return Weak(r) if isinstance(r, Value) and r.type == v.value.type else r
+        return self.expr_UnaryOp_value(node, v)
+
+    def expr_UnaryOp_value(self, node, v):
         if isinstance(node.op, ast.Not):
             if isinstance(v, Lit):
                 return Lit(not v.value)
@@ -171,14 +194,29 @@ class ExpressionRules:
         a, b = self.operand(a, node), self.operand(b, node)
         if isinstance(a, Lit) and isinstance(b, Lit):
             return Lit(PY_CMPS[pred](a.value, b.value))
-        if not all(isinstance(x, Lit) or isinstance(x.type, T.ScalarType) for x in (a, b)):
+        if not all(isinstance(x, (Lit, Weak)) or isinstance(x.type, T.ScalarType) for x in (a, b)):
             self.error(node, "only scalars can be compared in kernel code")
         try:
-            ty = compare_operand_type(_weak(a), _weak(b))
+            ty = compare_operand_type(self._cmp_type(a, b), self._cmp_type(b, a))
         except TypeError as e:
             self.error(node, f"cannot compare: {e}")
         va, vb = self.coerce(a, ty, node), self.coerce(b, ty, node)
         return self.value("cmp", [va, vb], T.BOOL, {"pred": pred}, node)
+
+    @staticmethod
+    def _cmp_type(fv, other):
+        """What a comparison sees for ``fv``. A run-time Python int compared with an integer
+        compares exactly in its storage type (as before weak values: ``k < n_i32`` is an
+        int64 comparison, no wrap); with a float it is weak (``k < x_f32`` is float32)."""
+        if not isinstance(fv, Weak):
+            return _weak(fv)
+        st = fv.value.type
+        if isinstance(other, Lit):
+            return st if literal_fits(other.value, st) else default_type(fv.py_type(0))
+        ot = other.value.type if isinstance(other, Weak) else other.type
+        if isinstance(other, Weak) or fv.py_type is int and isinstance(ot, T.ScalarType) and not ot.is_float:
+            return st
+        return fv.py_type
 
     def _pred(self, op, node) -> str:
         pred = CMP_PREDS.get(type(op).__name__)
@@ -189,7 +227,7 @@ class ExpressionRules:
 
     def expr_Compare(self, node):
         """``a < b < c`` is ``a < b and b < c`` with ``b`` evaluated once."""
-        left, right = self.expr(node.left), self.expr(node.comparators[0])
+        left, right = self.wexpr(node.left), self.wexpr(node.comparators[0])
         first = self.compare(self._pred(node.ops[0], node), left, right, node)
         if len(node.ops) == 1:
             return first
@@ -204,7 +242,7 @@ class ExpressionRules:
             then = Region()
             self.emit("if", [cond], node=node, regions=[then, Region()])
             self.regions.append(then)
-            r = self.expr(right)
+            r = self.wexpr(right)
             res = self.compare(self._pred(op, node), prev, r, node)
             self.emit("var.store", [self.truth(res, node)], attrs={"name": name}, node=node)
             prev = r
@@ -259,30 +297,32 @@ class ExpressionRules:
         self.emit("if", [cond], node=node, regions=[then, other])
         # Each branch is computed inside its region (only the taken one runs).
         with self.region(then):
-            a = self.expr(node.body)
-            a = a if isinstance(a, Lit) else self.materialize(a, node.body)
+            a = self.wexpr(node.body)
+            a = a if isinstance(a, (Lit, Weak)) else self.materialize(a, node.body)
         with self.region(other):
-            b = self.expr(node.orelse)
-            b = b if isinstance(b, Lit) else self.materialize(b, node.orelse)
-        ty = self._ifexp_type(a, None if isinstance(a, Lit) else a.type, b, node)
+            b = self.wexpr(node.orelse)
+            b = b if isinstance(b, (Lit, Weak)) else self.materialize(b, node.orelse)
+        weak = is_weak(a) and is_weak(b)  # `1 if c else 0`, `k if c else 0`: a Python int
+        if weak:
+            ty = self.promote("add", weak_storage_type(a), weak_storage_type(b), node)
+        else:
+            ty = self._ifexp_type(a, None if isinstance(a, Lit) else _weak(a), b, node)
         self.declare_slot(name, ty, node)
         with self.region(then):
             self.emit("var.store", [self.coerce(a, ty, node.body)], attrs={"name": name}, node=node.body)
         with self.region(other):
             self.emit("var.store", [self.coerce(b, ty, node.orelse)], attrs={"name": name}, node=node.orelse)
-        return self.value("var.load", [], ty, {"name": name}, node)
+        v = self.value("var.load", [], ty, {"name": name}, node)
+        return Weak(v) if weak and ty in (T.I64, T.F64) else v
 
     def _ifexp_type(self, a, a_type, b, node) -> T.Type:
-        b_type = None if isinstance(b, Lit) else (b.type if isinstance(b, Value) else None)
-        if a_type is None and b_type is None:
-            return self.promote("add", type(a.value), type(b.value), node) if not (
-                isinstance(a.value, bool) and isinstance(b.value, bool)) else T.BOOL
-        if a_type is not None and b_type is not None and a_type != b_type:
-            if isinstance(a_type, T.ScalarType) and isinstance(b_type, T.ScalarType):
-                return self.promote("add", a_type, b_type, node)
-            self.error(node, f"the branches of a conditional expression have types {a_type} and {b_type}")
-        typed = a_type or b_type
-        other = b if a_type is not None else a
-        if isinstance(other, Lit) and isinstance(typed, T.ScalarType):
-            return self.promote("add", typed, type(other.value), node)
-        return typed
+        """At least one branch strong: the branches' NumPy promotion (a Python number
+        converts to the strong branch's type, ``x_f32 if c else 0`` is float32)."""
+        b_type = None if isinstance(b, Lit) else _weak(b)
+        a_type = a_type if a_type is not None else type(a.value)
+        b_type = b_type if b_type is not None else type(b.value)
+        if a_type == b_type:
+            return default_type(a_type(0)) if isinstance(a_type, type) else a_type
+        if all(isinstance(t, (T.ScalarType, type)) for t in (a_type, b_type)):
+            return self.promote("add", a_type, b_type, node)
+        self.error(node, f"the branches of a conditional expression have types {a_type} and {b_type}")

@@ -20,14 +20,16 @@ from ..ir.ops import opdef
 from .diagnostics import error_at, loc_of
 from .scope import classify_value
 from .source import ParsedFunction, lookup_name
-from .typing_rules import default_type, literal_fits
-from .values import HANDLES, AtomicHandle, Lit, Obj, TupleVal
+from .typing_rules import binary_result, default_type, literal_fits
+from .values import HANDLES, AtomicHandle, Lit, Obj, TupleVal, Weak, is_weak
 
 
 @dataclasses.dataclass
 class Slot:
     type: T.Type
     line: int          # where the first assignment set the type (for the error message)
+    weak: bool = False  # holds a Python number: reads are :class:`Weak` values
+    loop: bool = False  # a range loop variable (typed by the range, never inferred)
 
 
 def type_name(t: T.Type) -> str:
@@ -42,6 +44,8 @@ def fv_type_name(fv) -> str:
         return type_name(fv.type)
     if isinstance(fv, Lit):
         return f"Python {type(fv.value).__name__}"
+    if isinstance(fv, Weak):
+        return f"Python {fv.py_type.__name__}"
     if isinstance(fv, TupleVal):
         return "tuple"
     if isinstance(fv, Obj):
@@ -52,7 +56,8 @@ def fv_type_name(fv) -> str:
 class LoweringBase:
     """One function being lowered. ``env`` maps parameter names to their values."""
 
-    def __init__(self, session, parsed: ParsedFunction, env: dict, return_type, is_kernel: bool):
+    def __init__(self, session, parsed: ParsedFunction, env: dict, return_type, is_kernel: bool,
+                 weak_hints: dict | None = None):
         self.session = session
         self.parsed = parsed
         self.src = parsed.source
@@ -68,6 +73,10 @@ class LoweringBase:
         self.loop_depth = 0
         self._temp = 0
         self.local_names = assigned_names(parsed.node)
+        # Weak locals (see assign_name): name -> (type, line) fixed by an earlier pass, and
+        # name -> [(type, line)] of the strong values assigned to a weak local in this pass.
+        self.weak_hints: dict[str, tuple[T.Type, int]] = dict(weak_hints or {})
+        self.weak_strong: dict[str, list[tuple[T.Type, int]]] = {}
 
     # Errors and emission ------------------------------------------------------------
     def error(self, node, message, hint=None):
@@ -108,9 +117,12 @@ class LoweringBase:
         raise AssertionError(f"const of {ty}")
 
     def materialize(self, fv, node) -> Value:
-        """A run-time value for ``fv`` (weak literals take their default type)."""
+        """A run-time value for ``fv`` (weak literals take their default type, weak values
+        their storage type)."""
         if isinstance(fv, Value):
             return fv
+        if isinstance(fv, Weak):
+            return fv.value
         if isinstance(fv, Lit):
             return self.const(fv.value, default_type(fv.value), node)
         if isinstance(fv, Obj) and isinstance(fv.value, np.void):
@@ -128,7 +140,11 @@ class LoweringBase:
         return v if v.type == ty else self.value("cast", [v], ty, node=node)
 
     def coerce(self, fv, ty: T.Type, node, what: str = "value") -> Value:
-        """Convert ``fv`` to ``ty`` like NumPy assignment (``astype``)."""
+        """Convert ``fv`` to ``ty`` like NumPy assignment (``astype``). A weak run-time
+        int converted to a narrower int wraps (NumPy would raise OverflowError for an
+        out-of-range Python int; a kernel cannot, KERNEL_LANGUAGE.md)."""
+        if isinstance(fv, Weak):
+            fv = fv.value
         if isinstance(fv, Obj) and isinstance(fv.value, (np.generic, np.void)):
             fv = self.materialize(fv, node)
         if isinstance(fv, Lit) and isinstance(ty, (T.ScalarType, T.VecType)):
@@ -183,8 +199,9 @@ class LoweringBase:
         return self.value("cmp", [v, zero], T.BOOL, {"pred": "ne"}, node)
 
     # Local variables -------------------------------------------------------------------
-    def declare_slot(self, name: str, ty: T.Type, node) -> Slot:
-        slot = Slot(ty, getattr(node, "lineno", 0))
+    def declare_slot(self, name: str, ty: T.Type, node, weak: bool = False,
+                     loop: bool = False) -> Slot:
+        slot = Slot(ty, getattr(node, "lineno", 0), weak, loop)
         self.slots[name] = slot
         self.entry_ops.append(Op("var", [], T.VOID, {"name": name, "type": ty}, None,
                                  loc_of(self.src, node)))
@@ -202,21 +219,69 @@ class LoweringBase:
                        "become a run-time value")
         slot = self.slots.get(name)
         if slot is None:
-            v = self.materialize(fv, node)
-            slot = self.declare_slot(name, v.type, node)
+            hint = self.weak_hints.get(name)
+            if is_weak(fv) and hint is not None:
+                # A weak local that strong values are assigned to: it has their type from
+                # its first assignment on (rule 3 of the frontend docstring).
+                v = self.coerce(fv, hint[0], node)
+                slot = self.declare_slot(name, hint[0], node)
+                slot.line = hint[1]
+            elif is_weak(fv):
+                v = self.weak_storage(fv, node)
+                slot = self.declare_slot(name, v.type, node, weak=True)
+            else:
+                v = self.materialize(fv, node)
+                slot = self.declare_slot(name, v.type, node)
+        elif slot.weak and not slot.loop and not is_weak(fv) and isinstance(
+                self._scalar_type(fv), T.ScalarType):
+            # First pass: remember the strong type; the compiler lowers the function again
+            # with the local typed (``weak_local_types``).
+            self.weak_strong.setdefault(name, []).append(
+                (self._scalar_type(fv), getattr(node, "lineno", 0)))
+            v = self.coerce(fv, slot.type, node)
         else:
             self._check_reassign(name, slot, fv, node)
             v = self.coerce(fv, slot.type, node)
         self.emit("var.store", [v], attrs={"name": name}, node=node)
 
+    def weak_storage(self, fv, node) -> Value:
+        """A Python number as a run-time value: int64 or float64."""
+        if isinstance(fv, Lit):
+            return self.materialize(fv, node)
+        return self.cast(fv.value, T.I64 if fv.py_type is int else T.F64, node)
+
+    @staticmethod
+    def _scalar_type(fv):
+        if isinstance(fv, Value):
+            return fv.type
+        if isinstance(fv, Obj) and isinstance(fv.value, np.generic):
+            return T.scalar_from_dtype(fv.value.dtype)
+        return None
+
+    def weak_local_types(self) -> dict[str, tuple[T.Type, int]]:
+        """Types for the weak locals that strong values were assigned to in this pass: the
+        NumPy promotion of the Python number kind with every such type (one type in the
+        usual case: ``acc = 0.0`` then ``acc += x_f32`` gives float32)."""
+        out = {}
+        for name, assigned in self.weak_strong.items():
+            ty = int if self.slots[name].type.is_int else float
+            for t, _line in assigned:
+                try:
+                    ty = binary_result("add", ty, t)
+                except TypeError:
+                    ty = t  # no common type: the next pass reports the mismatch
+            out[name] = (ty, assigned[0][1])
+        return out
+
     def _check_reassign(self, name, slot, fv, node) -> None:
         ok = True
-        if isinstance(fv, Lit):
+        if isinstance(fv, (Lit, Weak)):
             st = slot.type
+            pv = fv.value if isinstance(fv, Lit) else fv.py_type(0)
             ok = isinstance(st, T.ScalarType) and (
-                (isinstance(fv.value, bool) and st.is_bool)
-                or (isinstance(fv.value, int) and not isinstance(fv.value, bool) and not st.is_bool)
-                or (isinstance(fv.value, float) and st.is_float))
+                (isinstance(pv, bool) and st.is_bool)
+                or (isinstance(pv, int) and not isinstance(pv, bool) and not st.is_bool)
+                or (isinstance(pv, float) and st.is_float))
         elif isinstance(fv, Value):
             ok = fv.type == slot.type
         elif isinstance(fv, Obj) and isinstance(fv.value, np.generic):
@@ -236,7 +301,8 @@ class LoweringBase:
             return fv
         if name in self.slots:
             slot = self.slots[name]
-            return self.value("var.load", [], slot.type, {"name": name}, node)
+            v = self.value("var.load", [], slot.type, {"name": name}, node)
+            return Weak(v) if slot.weak else v
         if name in self.env:
             return self.env[name]
         if name in self.local_names:

@@ -22,7 +22,7 @@ from ..ir import types as T
 from ..ir.core import Value
 from .lowering import type_name
 from .scope import classify_value
-from .values import Lit, Obj, Ptr, TupleVal
+from .values import Lit, Obj, Ptr, TupleVal, strong
 
 AGGREGATES = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
 
@@ -32,10 +32,10 @@ class MemoryRules:
         if isinstance(node, ast.Name):
             return self._name_place(node)
         if isinstance(node, ast.Attribute):
-            return self._attribute(self.place(node.value, write), node)
+            return self._attribute(strong(self.place(node.value, write)), node)
         if isinstance(node, ast.Subscript):
-            return self._subscript(self.place(node.value, write), node)
-        return self.expr(node)
+            return self._subscript(strong(self.place(node.value, write)), node)
+        return self.wexpr(node)
 
     def read(self, place, node):
         if isinstance(place, Ptr):

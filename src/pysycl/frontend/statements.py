@@ -12,7 +12,7 @@ import ast
 from ..ir import types as T
 from ..ir.core import Region, Value
 from . import kernel_api
-from .values import Lit, Obj, TupleVal
+from .values import Lit, Obj, TupleVal, Weak
 
 
 class StatementRules:
@@ -38,7 +38,7 @@ class StatementRules:
     def stmt_Assign(self, node):
         if self._is_private_array(node.value):
             return self._private_array(node)
-        value = self.expr(node.value)
+        value = self.wexpr(node.value)
         for target in node.targets:
             self.store_target(target, value, node.value)
 
@@ -60,11 +60,11 @@ class StatementRules:
         op = self.binop_name(node.op, node)
         t = node.target
         if isinstance(t, ast.Name):
-            result = self.binop(op, self.read_name(t.id, t), self.expr(node.value), node)
+            result = self.binop(op, self.read_name(t.id, t), self.wexpr(node.value), node)
             return self.assign_name(t.id, result, node)
         place = self.place(t, write=True)
         current = self.read(place, t)
-        result = self.binop(op, current, self.expr(node.value), node)
+        result = self.binop(op, current, self.wexpr(node.value), node)
         self.write(place, result, t)
 
     def store_target(self, target, value, value_node) -> None:
@@ -155,7 +155,7 @@ class StatementRules:
             self.error(node.target, "a range loop needs one plain loop variable")
         if not 1 <= len(call.args) <= 3 or call.keywords:
             self.error(call, "range() takes 1 to 3 positional arguments")
-        args = [self.expr(a) for a in call.args]
+        args = [self.wexpr(a) for a in call.args]
         if len(args) == 1:
             args = [Lit(0), args[0], Lit(1)]
         elif len(args) == 2:
@@ -166,7 +166,9 @@ class StatementRules:
         bounds = [self.coerce(a, ty, n) for a, n in zip(args, call.args + [call] * (3 - len(call.args)))]
         name = node.target.id
         if name not in self.slots:
-            self.declare_slot(name, ty, node.target)
+            # Python's range yields Python ints: the loop variable is weak, counting in the
+            # range's type (int64, or the bounds' type: range(n_i32) counts in int32).
+            self.declare_slot(name, ty, node.target, weak=True, loop=True)
         elif self.slots[name].type != ty:
             self.error(node.target, f"loop variable '{name}' would have type {ty}, but it has "
                        f"type {self.slots[name].type} (set on line {self.slots[name].line})")
@@ -176,6 +178,7 @@ class StatementRules:
         self.loop_body(body, node.body)
 
     def range_type(self, args, node) -> T.ScalarType:
+        args = [a.value if isinstance(a, Weak) else a for a in args]
         typed = [a.type for a in args if isinstance(a, Value)]
         for a in args:
             if isinstance(a, Lit) and not isinstance(a.value, int) or \

@@ -10,7 +10,54 @@ ScalarType(name='f32')
 ScalarType(name='i32')
 >>> binary_result("div", T.I32, T.I32)
 ScalarType(name='f64')
+
+Weak values (Python numbers at run time)
+----------------------------------------
+Compiled code behaves like the same code run on NumPy scalars (KERNEL_LANGUAGE.md), so
+what is weak is decided per value by what Python would hold there:
+
+* **Weak** (a Python ``int``/``float``): literals and frozen globals (``values.Lit``), and
+  the run-time values of ``values.Weak``: a ``range``/``sycl.static_range`` loop variable,
+  a local first assigned a Python number (``n = 3``, ``acc = 0.0``), ``len(...)``,
+  ``int(x)``, ``float(x)``, ``1 if c else 0``, ``-k``, ``abs(k)``, and arithmetic, ``min``
+  and ``max`` among weak values (``k + 1``, ``k * 0.5``; computed in int64/float64).
+* **Strong** (a NumPy type): kernel arguments, accessor/pointer elements, NumPy scalars
+  and conversions (``np.float32(k)``, ``np.int64(k)``), work-item queries
+  (``it.get_id(0)`` is SYCL's ``size_t``, int64), results of math functions, comparisons
+  (bool), device-function parameters and results, and any result involving a strong value.
+
+A weak int is stored as int64 (a loop variable counts in its range's type:
+``range(n_i32)`` counts in int32, ``range(10)`` in int64), a weak float as float64. When a
+weak value meets a strong one it converts to the strong type exactly like a literal:
+``x_f32 * k`` is float32, ``i32 + k`` int32, ``0.0 + x_f32`` float32, ``k * 0.5`` a weak
+float64. Converting a weak int to a narrower int wraps: NumPy raises ``OverflowError`` for
+an out-of-range Python int, a kernel cannot (a literal out of range is still a compile
+error). Comparisons of a weak int with an integer compare exactly (in the wider of the two
+storage types, as before); with a float they are weak (``k < x_f32`` is a float32
+comparison). Indexing converts to int64 whatever the index is.
+
+Locals (``LoweringBase.assign_name``):
+
+1. A local first assigned a strong value has that type; a later assignment of another
+   type is a compile error naming the first line (Python numbers convert: ``x = 1`` into a
+   float32 local is fine, a float into an int local is an error).
+2. A local first assigned a Python number is *weak* (int64/float64 storage, each read is
+   weak) as long as only Python numbers are assigned to it: ``n = 3; f32 * n`` is
+   float32, ``i = 0; while ...: i += 1`` stays a Python int.
+3. If strong values are assigned to it as well, anywhere in the function, the local has
+   their type from its first assignment on -- with several strong types, their NumPy
+   promotion with the Python number kind -- and rule 1 applies with that type (so a
+   float local that is assigned an int32 value is still an error). This is what NumPy
+   does from the first strong assignment on: ``acc = 0.0`` then ``acc += x[i]`` with a
+   float32 ``x`` accumulates in **float32**, exactly like NumPy
+   (``0.0 + np.float32(...)`` is float32); ``n = 0; n += a_i32[i]`` counts in int32.
+   Write ``acc = np.float64(0.0)`` (or ``acc: np.float64 = 0.0``) for a float64
+   accumulator. The only difference from Python: reads before the first strong
+   assignment already see the strong type (the weak initial value converted to it).
+4. A loop variable's type is its range's; it is weak, never inferred (rule 3 does not
+   apply to it).
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,6 +96,14 @@ def default_type(value) -> T.ScalarType:
     if isinstance(value, int):
         return T.I64
     return T.F64
+
+
+def weak_storage_type(fv):
+    """For an operation among Python numbers: a literal stays weak, a run-time Python
+    number (``values.Weak``) counts as its int64/float64 representation."""
+    if hasattr(fv, "py_type"):
+        return T.I64 if fv.py_type is int else T.F64
+    return type(fv.value)
 
 
 def _np(t):

@@ -4,6 +4,8 @@ An expression is one of:
 - an ``ir.Value`` (a typed run-time value);
 - :class:`Lit`: a Python ``int``/``float``/``bool`` literal or frozen global. It stays a
   *weak* type (NEP 50) until an operation meets a typed value, so ``f32 + 1`` is f32;
+- :class:`Weak`: a run-time value that holds a *Python* number (a ``range`` loop
+  variable, ``n = 3``, ``k + 1``, ``int(x)``...): typed storage, weak promotion (below);
 - :class:`TupleVal`: a tuple display, kept element-wise so index tuples and
   ``a, b = b, a`` need no IR tuple;
 - :class:`Obj`: a compile-time Python object (a module, ``np.float32``, a
@@ -26,6 +28,25 @@ from ..ir.core import Value
 @dataclasses.dataclass(frozen=True)
 class Lit:
     value: int | float | bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Weak:
+    """A run-time value standing for a Python ``int``/``float`` (NEP 50 *weak*).
+
+    ``value`` is the storage: int64 / float64, or the ``range`` type of a loop variable
+    (``for k in range(n)`` with an int32 ``n`` counts in int32). In an operation with a
+    strong (NumPy-typed) value it converts to that value's type like a literal does
+    (``f32 * k`` is float32, ``i32 + k`` int32); operations among weak values compute in
+    int64/float64 and stay weak. Only the weak-aware rules (``ExpressionRules.wexpr``)
+    see this wrapper; ``expr`` hands every other rule the plain storage value.
+    """
+
+    value: Value
+
+    @property
+    def py_type(self) -> type:
+        return float if self.value.type.is_float else int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,14 +107,36 @@ class Ptr:
         return self.value.type.pointee
 
 
-FV = Union[Value, Lit, Obj, TupleVal, GroupHandle, AtomicHandle, SpecPlaceholder]
+FV = Union[Value, Lit, Weak, Obj, TupleVal, GroupHandle, AtomicHandle, SpecPlaceholder]
 
 HANDLES = (GroupHandle, AtomicHandle, SpecPlaceholder)
 
 
 def type_of(fv) -> T.Type | None:
+    if isinstance(fv, Weak):
+        return fv.value.type
     return fv.type if isinstance(fv, Value) else None
 
 
 def is_scalar(fv) -> bool:
     return isinstance(fv, Lit) or isinstance(type_of(fv), T.ScalarType)
+
+
+def is_weak(fv) -> bool:
+    """A Python number: a literal or a :class:`Weak` run-time value (not a Python bool)."""
+    return isinstance(fv, Weak) or isinstance(fv, Lit) and not isinstance(fv.value, bool)
+
+
+def strong(fv):
+    """``fv`` with a :class:`Weak` wrapper removed (its storage value)."""
+    return fv.value if isinstance(fv, Weak) else fv
+
+
+def promo_type(fv):
+    """The type promotion rules see: the IR type, or ``int``/``float``/``bool`` for a
+    Python number (weak)."""
+    if isinstance(fv, Lit):
+        return type(fv.value)
+    if isinstance(fv, Weak):
+        return fv.py_type
+    return fv.type

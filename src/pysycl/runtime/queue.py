@@ -385,7 +385,7 @@ class _FastLaunch:
     None and takes the general path, which raises the same errors."""
 
     __slots__ = ("q", "launcher", "packer", "cgh", "index_kind", "dims", "stream",
-                 "local_limit", "desc")
+                 "local_limit", "desc", "done_event", "done_token")
 
     def __init__(self, q, kernel, launcher):
         from . import args as args_mod
@@ -399,6 +399,10 @@ class _FastLaunch:
         self.stream = q._stream
         self.desc = q._desc
         self.local_limit = q._desc.local_mem_size
+        self.done_event = event()
+        self.done_event._queue = q
+        self.done_event._kind = STREAM
+        self.done_token = None   # a token seen complete: tokens never become incomplete
 
     def parallel_for(self, r, args):
         t = type(r)
@@ -449,10 +453,12 @@ class _FastLaunch:
             ev._started = True
             complete(ev, e)
             return self._track(q, ev)
-        if tok is None or _token_done(tok):
-            ev = event()
-            ev._queue = q
-            ev._kind = STREAM
+        if tok is None or tok is self.done_token or _token_done(tok):
+            # Finished before the driver returned (native CPU): one complete event serves
+            # every such launch (nothing in it changes once complete; errors of failed
+            # launches get events of their own above).
+            self.done_token = tok
+            ev = self.done_event
             if q._in_order:
                 q._last = ev
             return ev

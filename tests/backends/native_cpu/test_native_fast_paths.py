@@ -82,12 +82,12 @@ def test_repeated_launch_reuses_packed_arguments():
     np.testing.assert_array_equal(np.asarray(a), np.full(64, 13))
     launcher = q._fast[_bump].launcher
     prep = launcher.program._prepared[launcher.kernel_name]
-    assert len(prep.argv) == 2 and len(prep.words) == 1   # two scalar values, one range
+    assert len(prep.launches) == 2   # one range, two scalar values
     b = sycl.malloc_shared((64,), np.int64, q)
     np.asarray(b)[...] = 5
     q.parallel_for(64, _bump, b, np.int64(1)).wait()       # other memory: other argv
     np.testing.assert_array_equal(np.asarray(b), np.full(64, 6))
-    assert len(prep.argv) == 3
+    assert len(prep.launches) == 3
     sycl.free(a, q)
     sycl.free(b, q)
 

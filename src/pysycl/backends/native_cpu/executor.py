@@ -85,30 +85,24 @@ class NativeProgram:
             if fn is None:
                 raise exception(errc.invalid, f"kernel {kernel_name!r} is not in this program")
             prep = self._prepared[kernel_name] = _Prepared(fn)
+        key = _launch_key((global_size, local_size, global_offset), args)
         try:
-            wkey = (global_size, local_size, global_offset)
-            w = prep.words.get(wkey)
-        except TypeError:  # lists: not cached
-            wkey, w = None, None
-        if w is None:
+            hit = prep.launches.get(key) if key is not None else None
+        except TypeError:  # a list for a range: not cached
+            key, hit = None, None
+        if hit is None:
             words, ngroups, items = launch_words(global_size, local_size, global_offset)
-            w = (words, ctypes.addressof(words), ngroups, items)
-            if wkey is not None:
-                if len(prep.words) >= _CACHE_ENTRIES:
-                    prep.words.clear()
-                prep.words[wkey] = w
-        if w[3] == 0:
-            return
-        akey = _arg_key(args)
-        packed = prep.argv.get(akey) if akey is not None else None
-        if packed is None:
             argv, keep, local_bytes = pack_args(args)
-            packed = (ctypes.addressof(argv), local_bytes, keep)
-            if akey is not None:
-                if len(prep.argv) >= _CACHE_ENTRIES:
-                    prep.argv.clear()
-                prep.argv[akey] = packed
-        self._pool.run(prep.fn, packed[0], w[1], w[2], packed[1], w[3] < INLINE_ITEMS)
+            # (argv, launch words, groups, local bytes, inline?, what keeps them alive)
+            hit = (ctypes.addressof(argv), ctypes.addressof(words), ngroups if items else 0,
+                   local_bytes, items < INLINE_ITEMS, (argv, words, keep))
+            if key is not None:
+                if len(prep.launches) >= _CACHE_ENTRIES:
+                    prep.launches.clear()
+                prep.launches[key] = hit
+        if not hit[2]:
+            return
+        self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4])
         if self._debug_flag:
             self._raise_debug_failure(kernel_name)
 
@@ -125,18 +119,20 @@ _MEM, _LOCAL = KernelArgKind.mem, KernelArgKind.local
 
 
 class _Prepared:
-    __slots__ = ("fn", "words", "argv")
+    """One kernel's launches by (global, local, offset, argument values): the packed
+    ``void **args`` and launch words of each, so a repeated launch allocates nothing."""
+
+    __slots__ = ("fn", "launches")
 
     def __init__(self, fn):
         self.fn = fn
-        self.words: dict = {}
-        self.argv: dict = {}
+        self.launches: dict = {}
 
 
-def _arg_key(args) -> tuple | None:
-    """The values ``pack_args`` packs, hashable (memory as addresses); None when some
-    argument cannot be keyed (a host array passed as memory)."""
-    key = []
+def _launch_key(shape: tuple, args) -> tuple | None:
+    """``shape`` and the values ``pack_args`` packs, hashable (memory as addresses);
+    None when some argument cannot be keyed (a host array passed as memory)."""
+    key = [shape]
     for a in args:
         v = a.value
         if a.kind is _MEM and type(v) is not int:

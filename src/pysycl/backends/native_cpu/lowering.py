@@ -83,8 +83,11 @@ class NativeCpuLowering(TargetLowering):
 
     def kernel_attributes(self, fn: Function, llfn: ll.Function) -> None:
         llfn.linkage = "internal"
-        # Barrier kernels keep their own frame so per-item allocas are freed per group.
-        llfn.attributes.add("noinline" if uses_fission(fn) else "alwaysinline")
+        # Barrier kernels with per-item vars keep their own frame so the per-item allocas
+        # (sized by the group) are freed per group; without any (fission_uniform often
+        # removes them all) the kernel inlines into the group loop like any other.
+        llfn.attributes.add("noinline" if uses_fission(fn) and _has_per_item_vars(fn)
+                            else "alwaysinline")
 
     # Work-item queries ---------------------------------------------------------------------
     def work_item(self, ctx: LoweringContext, query: str, dim: int | None) -> ll.Value:
@@ -240,6 +243,10 @@ def _bounded_if(ops: list, group_var):
     if not visit(rhs):
         return None
     return pre, list(iff.regions[0].ops), chain, rhs
+
+
+def _has_per_item_vars(fn: Function) -> bool:
+    return any(op.name == "var" and op.attrs.get("per_item") for op in fn.walk())
 
 
 def uses_fission(fn: Function) -> bool:
