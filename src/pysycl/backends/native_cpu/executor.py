@@ -32,6 +32,11 @@ from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_void_p)
 INLINE_ITEMS = 1 << 14
+# Launches of at least this many work-items are cut into CHUNKS_PER_THREAD chunks per
+# thread that threads take as they finish (dynamic scheduling, as Numba's prange does):
+# on a shared machine one slowed core no longer holds up the whole launch.
+DYNAMIC_ITEMS = 1 << 18
+CHUNKS_PER_THREAD = 4
 # parallel_for(range): groups are runs of the last dimension so the vectorised inner loop
 # is long; 8192 items keep a group's working set in L2 for float32 rows.
 RANGE_GROUP_ITEMS = 8192
@@ -95,14 +100,14 @@ class NativeProgram:
             argv, keep, local_bytes = pack_args(args)
             # (argv, launch words, groups, local bytes, inline?, what keeps them alive)
             hit = (ctypes.addressof(argv), ctypes.addressof(words), ngroups if items else 0,
-                   local_bytes, items < INLINE_ITEMS, (argv, words, keep))
+                   local_bytes, items < INLINE_ITEMS, items, (argv, words, keep))
             if key is not None:
                 if len(prep.launches) >= _CACHE_ENTRIES:
                     prep.launches.clear()
                 prep.launches[key] = hit
         if not hit[2]:
             return
-        self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4])
+        self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
         if self._debug_flag:
             self._raise_debug_failure(kernel_name)
 
@@ -240,28 +245,49 @@ class WorkerPool:
 
     def _work(self, q: queue.SimpleQueue):
         while True:
-            fn, argv, words, lo, hi, local, done = q.get()
+            job = q.get()
             try:
-                fn(argv, words, lo, hi, self._arena.get(local))
-                done.put(None)
+                self._drain(job)
+                job[-1].put(None)
             except BaseException as e:  # noqa: BLE001 - handed to the launching thread
-                done.put(e)
+                job[-1].put(e)
 
-    def run(self, fn, argv: int, words: int, ngroups: int, local: int, inline: bool) -> None:
+    def _drain(self, job) -> None:
+        """Run chunks of the launch until none is left (chunks are taken in order from
+        a shared counter: a thread that is slowed down, by another process on its core
+        say, takes fewer)."""
+        fn, argv, words, bounds, counter, local, _ = job
+        mem = self._arena.get(local) if local else 0
+        last = len(bounds) - 1
+        while True:
+            i = next(counter)   # atomic under the GIL
+            if i >= last:
+                return
+            fn(argv, words, bounds[i], bounds[i + 1], mem)
+
+    def run(self, fn, argv: int, words: int, ngroups: int, local: int, inline: bool,
+            items: int = 0) -> None:
         if inline or self.n == 1 or ngroups == 1:
             fn(argv, words, 0, ngroups, self._arena.get(local) if local else 0)
             return
-        parts = min(self.n, ngroups)
-        bounds = [ngroups * i // parts for i in range(parts + 1)]
+        workers = min(self.n, ngroups)
+        # Big launches: CHUNKS_PER_THREAD chunks per thread, handed out dynamically;
+        # smaller ones: one contiguous share each (a chunk costs a GIL round trip).
+        chunks = workers
+        if items >= DYNAMIC_ITEMS:
+            chunks = min(ngroups, workers * CHUNKS_PER_THREAD)
+        bounds = [ngroups * i // chunks for i in range(chunks + 1)]
         done: queue.SimpleQueue = queue.SimpleQueue()
-        for i in range(1, parts):
-            self._queues[i - 1].put((fn, argv, words, bounds[i], bounds[i + 1], local, done))
+        job = (fn, argv, words, bounds, itertools.count(), local, done)
+        for i in range(workers - 1):
+            self._queues[i].put(job)
         error = None
         try:
-            fn(argv, words, bounds[0], bounds[1], self._arena.get(local))
-        finally:
-            for _ in range(parts - 1):
-                error = done.get() or error
+            self._drain(job)
+        except BaseException as e:  # noqa: BLE001 - after the workers finished
+            error = e
+        for _ in range(workers - 1):
+            error = done.get() or error
         if error is not None:
             raise error
 

@@ -145,15 +145,20 @@ class NativeCpuLowering(TargetLowering):
         # step): loop over [0, min(bound, local range)) instead of testing every item.
         bounded = _bounded_if(op.regions[0].ops, lambda n: n in ctx.vars and
                               not ctx.vars[n].per_item) if ndims == 1 else None
-        hi0 = ctx.wi.local_range[0]
+        lo0, hi0 = _ZERO, ctx.wi.local_range[0]
         if bounded is not None:
-            pre, then_ops, chain, rhs = bounded
+            pre, then_ops, chain, rhs, pred = bounded
             for c in chain:
                 ctx.lower_op(c)
             bound = ctx.get(rhs)
-            if bound.type != lt.I64:
-                bound = ctx.builder.sext(bound, lt.I64)
-            hi0 = _smin(ctx.builder, bound, hi0)
+            b = ctx.builder
+            if pred == "lt":      # [0, bound)
+                hi0 = _smin(b, bound, hi0)
+            elif pred == "le":    # [0, bound]
+                hi0 = _smin(b, b.add(bound, _ONE), hi0)
+            else:                 # "eq": [bound, bound + 1) (``if lid == 0``)
+                lo0 = b.select(b.icmp_signed("<", bound, _ZERO), _ZERO, bound)
+                hi0 = _smin(b, b.add(bound, _ONE), hi0)
 
         def nest(d: int):
             if d == 3:
@@ -174,7 +179,8 @@ class NativeCpuLowering(TargetLowering):
                 nest(d + 1)
                 ids.pop()
             loops.append(_parallel_loop_id(ctx.llmodule, group))
-            counted_loop(ctx.builder, _ZERO, hi0 if d == 0 else ctx.wi.local_range[d],
+            counted_loop(ctx.builder, lo0 if d == 0 else _ZERO,
+                         hi0 if d == 0 else ctx.wi.local_range[d],
                          f"wg.items{d}", body, loop_md=loops[-1])
         fn = ctx.builder.block.function
         first = len(fn.blocks)
@@ -202,9 +208,10 @@ _SIDE_EFFECT_FREE = PURE | PURE_PER_ITEM | {"var.load"}
 
 
 def _bounded_if(ops: list, group_var):
-    """``(pre, then, chain, bound)`` when a 1-D items region is side-effect-free ops, then
-    ``if local_id < bound`` with no else (then dead pure ops): ``bound`` is computed by
-    ``chain`` from no work-item query (so it can run before the loop)."""
+    """``(pre, then, chain, bound, pred)`` when a 1-D items region is side-effect-free
+    ops, then ``if local_id < bound`` (or ``<=``, ``==``) with no else (then dead pure
+    ops): ``bound`` is computed by ``chain`` from no work-item query (so it can run
+    before the loop, which then covers only the items that take the branch)."""
     k = len(ops) - 1
     while k >= 0 and ops[k].name in _SIDE_EFFECT_FREE and not ops[k].regions:
         k -= 1
@@ -218,7 +225,7 @@ def _bounded_if(ops: list, group_var):
     if any(o.name not in _SIDE_EFFECT_FREE or o.regions for o in pre):
         return None
     cmp = iff.operands[0].owner
-    if cmp is None or cmp.name != "cmp" or cmp.attrs.get("pred") != "lt":
+    if cmp is None or cmp.name != "cmp" or cmp.attrs.get("pred") not in ("lt", "le", "eq"):
         return None
     lhs, rhs = cmp.operands
     if lhs.owner is None or lhs.owner.name not in ("wi.local_id", "wi.local_linear_id") \
@@ -242,7 +249,7 @@ def _bounded_if(ops: list, group_var):
         return True
     if not visit(rhs):
         return None
-    return pre, list(iff.regions[0].ops), chain, rhs
+    return pre, list(iff.regions[0].ops), chain, rhs, cmp.attrs["pred"]
 
 
 def _has_per_item_vars(fn: Function) -> bool:
