@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import sys
 from typing import Any, Sequence
 
 from .. import config
@@ -160,7 +161,15 @@ def codegen(module: Module, target) -> str:
         return fn(module, target)
     lowering = registry.get_lowering(target.name)
     lowering.debug = config.debug_checks()   # PYSYCL_DEBUG: assert and bounds checks
-    return str(lower_module(module, lowering))
+    text = str(lower_module(module, lowering))
+    _dump("llvm", f"{module.name} for {target.name}", text)
+    return text
+
+
+def _dump(stage: str, what: str, text: str) -> None:
+    """``PYSYCL_DUMP=ir,llvm,spirv,ptx``: print a stage to stderr as it is made."""
+    if stage in config.dump_stages():
+        sys.stderr.write(f"; ---- {stage}: {what} ----\n{text}\n")
 
 
 def compiler_for(target):
@@ -172,7 +181,11 @@ def compiler_for(target):
 
 def target_compile(target, llvm_ir: str, kernel_names: Sequence[str]) -> bytes:
     stats.bump("target_compile_count")
-    return compiler_for(target).compile(llvm_ir, list(kernel_names))
+    binary = compiler_for(target).compile(llvm_ir, list(kernel_names))
+    for stage in ("spirv", "ptx"):
+        if stage in config.dump_stages() and target.binary_format == stage:
+            _dump(stage, ", ".join(kernel_names), disassemble(target, binary))
+    return binary
 
 
 def disassemble(target, binary: bytes) -> str:
