@@ -269,3 +269,9 @@ class memory_scope(enum.Enum):
     work_group = "work_group"
     device = "device"
     system = "system"
+
+
+def spec_placeholder_id(kernel: str, name: str) -> str:
+    """The symbolic ID of a seed-2 ``spec_constant[T]`` placeholder parameter: the
+    frontend emits ``spec.get`` with it and the runtime binds it at launch."""
+    return f"@param:{kernel}:{name}" if kernel else f"@param:{name}"

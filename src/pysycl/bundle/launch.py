@@ -363,5 +363,22 @@ class Launcher:
         return self._driver.launch(stream, program, self.kernel_name, global_size,
                                    local_size, args, local_mem_bytes)
 
+    def bind(self, stream):
+        """``launch(global_size, local_size, kernel_args, local_mem_bytes)`` on
+        ``stream`` without a global offset: :meth:`launch` with the program, the
+        spec-constant argument and the driver's kernel looked up once (a driver's
+        ``bind_launch``, when it has one). ``global_size`` / ``local_size`` are tuples
+        (or None); ``kernel_args`` is a fresh list the call may extend."""
+        program = self._program or self.program
+        spec = self._spec_kernel_arg or self._spec_arg(stream)
+        bind = getattr(self._driver, "bind_launch", None)
+        if bind is not None and not self._dg_launch:
+            return bind(stream, program, self.kernel_name, spec)
+        launch = self.launch
+
+        def launch_bound(global_size, local_size, kernel_args, local_mem_bytes=0):
+            return launch(stream, global_size, local_size, None, kernel_args, local_mem_bytes)
+        return launch_bound
+
     def __repr__(self) -> str:
         return f"<Launcher {self.kernel_name} on {getattr(self.device, 'name', self.device)}>"

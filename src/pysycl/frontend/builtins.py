@@ -17,7 +17,6 @@ from typing import Callable
 import numpy as np
 
 from ..ir import types as T
-from ..runtime import ranges as _ranges
 from ..ir.ops import MATH_FUNCTIONS
 from ..ir.core import Value
 from ..types import memory_order, memory_scope
@@ -34,30 +33,43 @@ class Builtin:
 
 
 _by_id: dict[int, tuple[object, Builtin]] = {}
+# Classes of layers the frontend must not import (runtime's sycl.id / sycl.range) name
+# their builtin in a ``__pysycl_builtin__`` class attribute instead (ARCHITECTURE.md:
+# the frontend imports only ir and the shared vocabulary).
+_by_marker: dict[str, Builtin] = {}
 
 
-def add_builtin(name: str, objects, doc: str = ""):
+def add_builtin(name: str, objects, doc: str = "", markers: tuple[str, ...] = ()):
     def register(lower):
         entry = Builtin(name, lower, doc or (lower.__doc__ or "").strip())
         for obj in objects:
             if obj is not None:
                 _by_id[id(obj)] = (obj, entry)
+        for marker in markers:
+            _by_marker[marker] = entry
         return lower
     return register
 
 
 def lookup(obj) -> Builtin | None:
     hit = _by_id.get(id(obj))
-    return hit[1] if hit is not None and hit[0] is obj else None
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    marker = getattr(obj, "__pysycl_builtin__", None) if isinstance(obj, type) else None
+    return _by_marker.get(marker) if isinstance(marker, str) else None
 
 
 def catalogue() -> dict[str, Builtin]:
-    return {b.name: b for _o, b in _by_id.values()}
+    entries = {b.name: b for _o, b in _by_id.values()}
+    entries.update({b.name: b for b in _by_marker.values()})
+    return entries
 
 
 def spellings(entry: Builtin) -> list[str]:
     """How kernel code may spell ``entry`` (``["math.sqrt", "np.sqrt", "sycl.math.sqrt"]``)."""
-    return sorted({_spelling(obj) for obj, b in _by_id.values() if b is entry})
+    found = {_spelling(obj) for obj, b in _by_id.values() if b is entry}
+    found.update(m for m, b in _by_marker.items() if b is entry)
+    return sorted(found)
 
 
 def _spelling(obj) -> str:
@@ -172,7 +184,7 @@ for _name, _st in T.SCALARS.items():
                 f"np.{_st.dtype.name}(x): convert like astype")(_conversion(_st))
 
 
-@add_builtin("sycl.id", [_ranges.id, _ranges.range])
+@add_builtin("sycl.id", [], markers=("sycl.id", "sycl.range"))
 def _index_tuple(lw, node):
     """sycl.id(i, j) / sycl.range(m, n): a tuple of int64 indices (acc[sycl.id(i, j)])."""
     if node.keywords or not 1 <= len(node.args) <= 3:

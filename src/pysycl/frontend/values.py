@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Union
 
+from ..types import spec_placeholder_id
 from ..ir import types as T
 from ..ir.core import Value
 
@@ -90,7 +91,7 @@ class SpecPlaceholder:
 
 def placeholder_uid(kernel: str, name: str) -> str:
     """The symbolic ID the runtime binds a placeholder argument to at launch."""
-    return f"@param:{kernel}:{name}" if kernel else f"@param:{name}"
+    return spec_placeholder_id(kernel, name)
 
 
 @dataclasses.dataclass(frozen=True)

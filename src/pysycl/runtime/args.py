@@ -224,6 +224,7 @@ def _scalar_packer(p, kernel):
                 cache[key] = hit
         out.append(hit)
     return pack
+    pack.cache = cache   # read directly by Packer's generated fast path
 
 
 def _convert_scalar(value, dt, typ, integral, kernel, name) -> KernelArg:
@@ -342,7 +343,7 @@ _FACTORIES = {"scalar": _scalar_packer, "struct": _struct_packer,
 class Packer:
     """User arguments -> KernelArgs for one kernel signature (built once, reused)."""
 
-    __slots__ = ("kernel", "names", "steps", "has_local", "index_kind", "dims")
+    __slots__ = ("kernel", "names", "steps", "has_local", "index_kind", "dims", "pack")
 
     def __init__(self, params, kernel: str, index_kind=None, dims=None):
         self.kernel = kernel
@@ -360,8 +361,44 @@ class Packer:
             self.names.append(p.name)
             self.steps.append(factory(p, kernel))
         self.has_local = any(p.kind == "local_accessor" for p in params)
+        self.pack = self._generate_fast(params) or self.pack_slow
 
-    def pack(self, args, cgh, keep=None):
+    def _generate_fast(self, params):
+        """``pack`` for signatures of USM pointers and scalars only: straight-line
+        code that takes a USM array's cached KernelArg and a scalar's cached KernelArg
+        with one check each, and hands anything else (another array type or device,
+        a new scalar value, a wrong count) to :meth:`pack_slow`, which converts, checks
+        and raises as always."""
+        from .usm import usm_array
+
+        user = [p for p in params if p.kind not in _IMPLICIT]
+        if not user or any(p.kind not in ("global_ptr", "scalar") for p in user):
+            return None
+        n = len(user)
+        names = ", ".join(f"a{i}" for i in range(n))
+        lines = ["def pack(args, cgh, keep=None):",
+                 "    try:",
+                 f"        {names}, = args",
+                 "        dev = cgh._queue._device"]
+        scope = {"USM": usm_array, "slow": self.pack_slow}
+        for i, (p, step) in enumerate(zip(user, self.steps)):
+            if p.kind == "global_ptr":
+                scope[f"DT{i}"] = np.dtype(p.dtype) if p.dtype is not None else None
+                cond = (f"a{i}.__class__ is USM and a{i}.device is dev and a{i}.ptr and "
+                        f"(a{i}.dtype is DT{i} or DT{i} is None)")
+                lines.append(f"        k{i} = a{i}._karg if {cond} else None")
+            else:
+                scope[f"C{i}"] = step.cache
+                lines.append(f"        k{i} = C{i}.get((a{i}.__class__, a{i}))")
+        lines += ["    except (TypeError, ValueError, AttributeError):",
+                  "        return slow(args, cgh, keep)",
+                  f"    if {' or '.join(f'k{i} is None' for i in range(n))}:",
+                  "        return slow(args, cgh, keep)",
+                  f"    return [{names.replace('a', 'k')}], 0"]
+        exec("\n".join(lines), scope)  # noqa: S102 - code built above from param kinds only
+        return scope["pack"]
+
+    def pack_slow(self, args, cgh, keep=None):
         """(KernelArgs, total local bytes); ``keep`` collects objects to hold alive."""
         steps = self.steps
         if len(args) != len(steps):

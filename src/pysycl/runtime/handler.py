@@ -260,7 +260,6 @@ class handler:
         spec = self._spec
         if not any(type(a) is spec_constant for a in args):
             return spec
-        from ..frontend.values import placeholder_uid
         fn = getattr(kernel, "_pysycl_kernel_id", None)
         fn = fn.kernel if fn is not None else kernel
         sig = fn.signature() if callable(getattr(fn, "signature", None)) else None
@@ -275,7 +274,7 @@ class handler:
                 if raw is None:
                     from ..host_objects import value_bytes
                     raw = value_bytes(a.value, dt)
-                spec[placeholder_uid(fn.name, p.name)] = raw
+                spec[types.spec_placeholder_id(fn.name, p.name)] = raw
         return spec
 
     # Memory ------------------------------------------------------------------------------

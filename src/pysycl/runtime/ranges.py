@@ -63,6 +63,7 @@ class _Index(tuple):
 class range(_Index):
     """``sycl.range(*dims)``."""
 
+    __pysycl_builtin__ = "sycl.range"   # also usable in kernels (frontend/builtins.py)
     _kind = "range"
 
     def size(self) -> int:
@@ -78,6 +79,7 @@ class range(_Index):
 class id(_Index):
     """``sycl.id(*dims)``; ``sycl.id[D]`` is the kernel index annotation."""
 
+    __pysycl_builtin__ = "sycl.id"
     _kind = "id"
 
     def __class_getitem__(cls, dims):

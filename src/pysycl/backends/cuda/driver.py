@@ -152,6 +152,9 @@ class CudaStream:
 
     def __init__(self, device: CudaDevice, handle, profiling: bool, owned: bool):
         self.device, self.handle, self.profiling, self.owned = device, handle, profiling, owned
+        # The token of every plain (event-less) command: all of them mean "wait for the
+        # stream", so one object serves them all.
+        self.plain_token = CudaToken(self)
         self.base_event = None
         self.base_ns = 0
         if profiling:
@@ -406,7 +409,46 @@ class CudaKernel:
                   f"block {bx}x{by}x{bz}, {shared} B local)")
         if stream.profiling:
             return _EventToken(stream, start, stream.timing_event(), submit)
-        return CudaToken(stream)
+        return stream.plain_token
+
+    def bound(self, stream: CudaStream, trailing: KernelArg):
+        """``launch(global_size, local_size, args, scratch_bytes)`` on ``stream``: what
+        :meth:`launch` does, with the stream, function and context looked up once (the
+        runtime's fast path of an already-launched kernel). ``global_size`` and
+        ``local_size`` are tuples (or None); ``trailing`` is appended to ``args`` (the
+        caller's list, which it gives up). A profiling stream takes :meth:`launch`."""
+        if stream.profiling:
+            def launch_profiled(global_size, local_size, args, scratch_bytes=0):
+                args.append(trailing)
+                return self.launch(stream, global_size, local_size, args, scratch_bytes)
+            return launch_profiled
+        fn, handle, lock, ctx = self.function, stream.handle, self._lock, self.program.device._ctx
+        token, grid, tls, launch_kernel = stream.plain_token, self._grid, _tls, cu.cuLaunchKernel
+        last = [None, None, None]    # global size, local size, geometry of the last launch
+
+        def launch(global_size, local_size, args, scratch_bytes=0):
+            if global_size is last[0] and local_size is last[1]:
+                geometry = last[2]
+            else:
+                geometry = grid(global_size, local_size)
+                last[:] = global_size, local_size, geometry
+            args.append(trailing)
+            with lock:
+                if getattr(tls, "ctx", None) is not ctx:
+                    _activate(ctx)
+                packer = self._packer
+                if packer is None or len(packer.kinds) != len(args):
+                    packer = self._packer = self._make_packer(args)
+                shared = packer.pack(args, scratch_bytes)
+                if shared > self._dynamic_limit:
+                    self._allow_dynamic_shared(shared)
+                err = launch_kernel(fn, *geometry, shared, handle, packer.params, 0)[0]
+            if err != 0:
+                gx, gy, gz, bx, by, bz = geometry
+                _fail(err, f"launch of kernel {self.name!r} (grid {gx}x{gy}x{gz}, "
+                      f"block {bx}x{by}x{bz}, {shared} B local)")
+            return token
+        return launch
 
 
 def _largest_divisor(n: int, cap: int) -> int:
@@ -522,6 +564,10 @@ class CudaDriver(Driver):
     """
 
     name = "cuda"
+    # A launch's token is (nearly) never complete when launch returns: the runtime issues
+    # launches without asking the driver (a cuStreamQuery per launch cost ~1 us), and
+    # finds completion when someone asks (event.status, wait).
+    launch_tokens_pending = True
 
     # Discovery ------------------------------------------------------------------------
     def discover(self) -> list[DeviceDescription]:
@@ -612,7 +658,7 @@ class CudaDriver(Driver):
     @staticmethod
     def _done(stream: CudaStream, begun) -> CudaToken:
         if begun is None:
-            return CudaToken(stream)
+            return stream.plain_token
         return _EventToken(stream, begun[1], stream.timing_event(), begun[0])
 
     @staticmethod
@@ -751,6 +797,13 @@ class CudaDriver(Driver):
         before the ``local`` arguments (target.py)."""
         return self.kernel(program, kernel_name).launch(stream, global_size, local_size,
                                                         args, local_mem_bytes)
+
+    def bind_launch(self, stream: CudaStream, program: CudaProgram, kernel_name: str,
+                    trailing: KernelArg):
+        """:meth:`launch` of one kernel on one stream with everything looked up once:
+        ``launch(global_size, local_size, args, local_mem_bytes)`` (see
+        :meth:`CudaKernel.bound`)."""
+        return self.kernel(program, kernel_name).bound(stream, trailing)
 
     # Device globals ---------------------------------------------------------------------
     def device_global(self, program: CudaProgram, name: str) -> CudaAllocation:
