@@ -119,8 +119,9 @@ class Cache:
     """
 
     def __init__(self, directory: str | os.PathLike | None = None, enabled: bool | None = None,
-                 memory_entries: int = _MEMORY_ENTRIES):
+                 memory_entries: int = _MEMORY_ENTRIES, suffix: str = ".bin"):
         self._directory = Path(directory) if directory is not None else None
+        self._suffix = suffix   # ".idx": the warm-start index (warm_index.py) beside the binaries
         self._enabled = enabled
         self._memory: OrderedDict[str, bytes] = OrderedDict()
         self._memory_entries = memory_entries
@@ -138,7 +139,7 @@ class Cache:
         return config.cache_enabled() if self._enabled is None else self._enabled
 
     def _path(self, key: CacheKey) -> Path:
-        return self.directory / key.hexdigest[:2] / f"{key.hexdigest}.bin"
+        return self.directory / key.hexdigest[:2] / f"{key.hexdigest}{self._suffix}"
 
     # -- memory layer --
     def _memory_get(self, digest: str) -> bytes | None:
@@ -265,7 +266,7 @@ class Cache:
         entries = total = 0
         root = self.directory
         if root.is_dir():
-            for path in root.glob("*/*.bin"):
+            for path in root.glob(f"*/*{self._suffix}"):
                 try:
                     total += path.stat().st_size
                     entries += 1
@@ -282,10 +283,10 @@ class Cache:
         root = self.directory
         if root.is_dir():
             for path in list(root.glob("*/*")):
-                if path.suffix == ".bin" or path.name.startswith(".tmp-"):
+                if path.suffix == self._suffix or path.name.startswith(".tmp-"):
                     try:
                         path.unlink()
-                        removed += path.suffix == ".bin"
+                        removed += path.suffix == self._suffix
                     except OSError:
                         pass
             for sub in root.iterdir():
@@ -341,6 +342,7 @@ def _decode_entry(raw: bytes, key: CacheKey) -> tuple[bytes | None, str | None]:
 
 
 _default: Cache | None = None
+_index: Cache | None = None
 _default_lock = threading.Lock()
 
 
@@ -353,11 +355,23 @@ def default_cache() -> Cache:
         return _default
 
 
+def index_cache() -> Cache:
+    """The warm-start source index (``warm_index.py``): entries in the same directory,
+    named ``*.idx``, verified and written like the binaries."""
+    global _index
+    with _default_lock:
+        if _index is None:
+            _index = Cache(suffix=".idx")
+        return _index
+
+
 def cache_info() -> dict:
     """``pysycl cache info``: entries, bytes and path of the default cache."""
     return default_cache().info()
 
 
 def cache_clear() -> int:
-    """``pysycl cache clear``: empty the default cache; returns entries removed."""
+    """``pysycl cache clear``: empty the default cache (and the warm-start index);
+    returns entries removed."""
+    index_cache().clear()
     return default_cache().clear()

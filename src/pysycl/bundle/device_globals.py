@@ -178,7 +178,8 @@ def image_device_globals(image) -> list[tuple[str, int, bool]]:
     """``(unique_id, size, device_image_scope)`` of the variables an image holds."""
     from . import property_sets as ps
     out = []
-    module = image.module
+    # A warm-start image answers from its property sets (no IR made for this).
+    module = None if getattr(image, "is_warm", False) else image.module
     if module is not None:
         for d in module.device_globals:
             out.append((d.unique_id, d.type.size, "sycl-device-image-scope" in d.properties))

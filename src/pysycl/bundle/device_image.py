@@ -44,7 +44,8 @@ class device_image:
                  *, target: str = GENERIC_TARGET, format: str = "ir", devices: Iterable = (),
                  binary: bytes | None = None, registry: ps.PropertySetRegistry | None = None,
                  spec_ids=None, lowering: str | None = None, translation_unit: str | None = None,
-                 llvm: str | None = None, target_obj=None, spec_values: bytes = b""):
+                 llvm: str | None = None, target_obj=None, spec_values: bytes = b"",
+                 materialize=None, kernel_infos=None):
         self.state = state
         self.target = target
         self.format = format
@@ -61,6 +62,11 @@ class device_image:
         self._target_obj = target_obj
         self._programs: dict[Any, Any] = {}
         self._load_lock = threading.Lock()
+        # Warm start (warm_index.py): an image made from the source index has no IR
+        # until something asks for it; ``materialize()`` makes it (through the
+        # frontend), and ``kernel_infos`` answer the kernel queries meanwhile.
+        self._materialize = materialize if module is None else None
+        self._kernel_infos = list(kernel_infos or ())
 
     # -- SYCL API --
     def has_kernel(self, kernel, device=None) -> bool:
@@ -83,8 +89,8 @@ class device_image:
     def asm(self) -> dict[str, str]:
         """Readable stages: ``"ir"``, ``"llvm"`` and ``"spirv"``/``"ptx"`` as available."""
         out: dict[str, str] = {}
-        if self._module is not None:
-            out["ir"] = toolchain.print_ir_with_locs(self._module)
+        if self.module is not None:
+            out["ir"] = toolchain.print_ir_with_locs(self.module)
         if self._llvm is not None:
             out["llvm"] = self._llvm
         if self._binary is not None:
@@ -105,7 +111,17 @@ class device_image:
     # -- pysycl internals --
     @property
     def module(self) -> Module | None:
+        if self._module is None and self._materialize is not None:
+            with self._load_lock:
+                if self._module is None and self._materialize is not None:
+                    self._module = self._materialize()
+                    self._materialize = None
         return self._module
+
+    @property
+    def is_warm(self) -> bool:
+        """Made from the warm-start index, IR not made yet."""
+        return self._module is None and self._materialize is not None
 
     @property
     def binary(self) -> bytes | None:
@@ -131,10 +147,10 @@ class device_image:
         """Symbolic IDs of the spec constants this image reads."""
         if self._spec_ids is not None:
             return list(self._spec_ids.offsets)
-        if self._module is None:
+        if self.module is None:
             return list(self._registry.get(ps.SPEC_CONSTANTS, {}))
         seen: dict[str, None] = {}
-        for fn in self._module.functions:
+        for fn in self.module.functions:
             for op in fn.walk():
                 if op.name == "spec.get":
                     seen.setdefault(op.attrs["id"], None)
@@ -149,15 +165,21 @@ class device_image:
     def compatible_with(self, device) -> bool:
         if self.state is bundle_state.executable:
             return any(toolchain.is_descendant(device, d) for d in self._devices)
-        if self._module is None:
+        if self.is_warm:
+            return all(kernel_compatible(k, device) for k in self._kernel_infos)
+        if self.module is None:
             return True
         return all(kernel_compatible(k, device) for k in self._module.kernels)
 
     def kernel_function(self, kid: kernel_id) -> Function | None:
-        """The IR function of kernel ``kid`` in this image."""
-        if self._module is None:
+        """The IR function of kernel ``kid`` in this image (of a warm image, its
+        ``warm_index.KernelInfo``: name, properties, attributes)."""
+        if self.is_warm:
+            kernels = self._kernel_infos
+        elif self.module is None:
             return None
-        kernels = self._module.kernels
+        else:
+            kernels = self._module.kernels
         for f in kernels:
             if f.name == kid.get_name():
                 return f

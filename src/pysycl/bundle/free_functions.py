@@ -17,8 +17,8 @@ from . import toolchain
 from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id, to_kernel_ids
-from .linker import (build_for_devices, default_linked_kernel, link_objects,
-                     lowering_from_properties)
+from .linker import (build_for_devices, default_linked_kernel, group_by_target, link_objects,
+                     lowering_from_properties, warm_executable)
 from .sources import input_image, input_images, object_image
 
 
@@ -193,9 +193,43 @@ def link(bundles, devices=None, properties=None) -> kernel_bundle:
     _check_online_tools(bundle_state.object, devs)
     values, objects = _merged_spec_values(bundles)
     images = list(dict.fromkeys(img for b in bundles for img in b))
-    linked = link_objects(images)
-    exe = build_for_devices(linked, devs, lowering_from_properties(properties), values)
+    mode = lowering_from_properties(properties)
+    exe = _warm_link(images, devs, mode, values)
+    if exe is None:
+        linked = link_objects(images)
+        exe = build_for_devices(linked, devs, mode, values)
     return kernel_bundle(ctx, devs, bundle_state.executable, exe, values, objects)
+
+
+def _warm_link(images: list[device_image], devs: list, mode: str, values) -> list | None:
+    """``build_for_devices(link_objects(images), ...)`` from the warm-start index
+    (warm_index.py) when every image is a not-yet-compiled warm image and every
+    executable image is found; else ``None`` (the full path)."""
+    if not images or not all(getattr(img, "is_warm", False) for img in images):
+        return None
+    group = tuple(img._warm_fingerprint for img in images)
+    holder: dict = {}
+
+    def linked_fn(name):
+        def get():
+            if not holder:
+                holder.update({lk.name: lk for lk in link_objects(images)})
+            return holder[name]
+        return get
+
+    out = []
+    for group_devs in group_by_target(devs):
+        for img in images:
+            for kid in img.get_kernel_ids():
+                info = img.kernel_function(kid)
+                ok = [d for d in group_devs if info is None or kernel_compatible(info, d)]
+                if not ok:
+                    continue
+                exe = warm_executable(group, kid, ok, mode, values, linked_fn(kid.get_name()))
+                if exe is None:
+                    return None
+                out.append(exe)
+    return out
 
 
 def build(kb: kernel_bundle, devices=None, properties=None) -> kernel_bundle:

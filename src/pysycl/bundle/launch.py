@@ -25,11 +25,12 @@ from typing import Any, Mapping, Sequence
 from ..backends.base import KernelArg, KernelArgKind
 from ..errors import errc, exception
 from ..ir.core import Function
-from . import device_globals, stats, toolchain
+from . import device_globals, stats, toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle, kernel_object, spec_uid, spec_value_bytes
 from .kernel_id import get_kernel_id, kernel_id
-from .linker import build_executable, default_linked_kernel, lowering_from_properties
+from .linker import (build_executable, default_linked_kernel, lowering_from_properties,
+                     warm_executable)
 
 _launchers: dict[tuple, "Launcher"] = {}
 _lock = threading.Lock()
@@ -130,6 +131,13 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
         if kid.kernel is None:
             raise exception(errc.kernel_not_supported,
                             f"kernel {kid.get_name()} is not defined in this process")
+        mode = lowering_from_properties(launch_properties)
+        image = _warm_default_image(kid, device, mode, values)
+        if image is not None:
+            launcher = Launcher(kid, image, device, values)
+            if launch_properties is not None:
+                launcher.apply_launch_properties(launch_properties)
+            return launcher
         lk = default_linked_kernel(kid)
         fn = lk.module.function(lk.name)
         if not kernel_compatible(fn, device):
@@ -138,12 +146,26 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
                             f"kernel {kid.get_name()} cannot run: {why}" if why else
                             f"kernel {kid.get_name()} uses optional features that device "
                             f"{getattr(device, 'name', device)!r} does not support")
-        image = build_executable(lk, [device], lowering_from_properties(launch_properties),
-                                 values)
+        image = build_executable(lk, [device], mode, values)
     launcher = Launcher(kid, image, device, values)
     if launch_properties is not None:
         launcher.apply_launch_properties(launch_properties)
     return launcher
+
+
+def _warm_default_image(kid: kernel_id, device, mode: str, values) -> device_image | None:
+    """The default lookup's executable image from the warm-start index (no frontend,
+    no link, no codegen), or ``None``: the full path decides (and reports errors)."""
+    from .sources import input_image, object_image
+    inp = input_image(kid)
+    if not inp.is_warm or inp.imports:
+        return None
+    info = inp.kernel_function(kid)
+    if info is None or not kernel_compatible(info, device):
+        return None
+    obj = object_image(inp)
+    return warm_executable((obj._warm_fingerprint,), kid, [device], mode, values,
+                           lambda: default_linked_kernel(kid))
 
 
 # Kernel properties at submit (SYCL 2020 5.8.1, sycl_ext_oneapi_kernel_properties) -------
@@ -208,7 +230,10 @@ class Launcher:
             raise exception(errc.kernel_not_supported, f"image has no kernel {kid.get_name()}")
         self.function: Function = fn
         self.kernel_name = fn.name
-        sig = self._signature(kid, fn)
+        if getattr(image, "is_warm", False) and kid.kernel is not None:
+            sig = warm_index.fast_signature(kid.kernel)   # no source parse
+        else:
+            sig = self._signature(kid, fn)
         self.signature = sig
         self.params = tuple(getattr(sig, "params", ()) or ())
         self.index_kind = getattr(sig, "index_kind", None)

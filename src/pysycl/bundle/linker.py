@@ -27,7 +27,7 @@ from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
                                      lower_spec_constants, spec_constants_used)
-from . import stats, toolchain
+from . import stats, toolchain, warm_index
 from .cache import CacheKey, default_cache
 from .device_image import bundle_state, device_image, image_property_sets
 from .kernel_id import kernel_id, kernel_id_by_name
@@ -82,11 +82,17 @@ def link_objects(objects: Iterable[device_image]) -> list[LinkedKernel]:
                            for sym in missing)
         raise exception(errc.build, f"link failed: unresolved symbol {detail}")
     ids = assign_spec_constant_ids(linked)
+    # Warm start: the link is a function of its inputs' source fingerprints (in order)
+    # when every input has one (warm_index.py); ``None`` keeps it out of the index.
+    fps = tuple(getattr(o, "_warm_fingerprint", None) for o in objects)
+    group = fps if fps and all(fps) else None
     out = []
     for fn in linked.kernels:
         sub = toolchain.reachable_module(linked, [fn.name])
         used = spec_constants_used(sub, [fn.name])
-        out.append(LinkedKernel(kernel_id_by_name(fn.name), fn.name, sub, ids.restricted_to(used)))
+        lk = LinkedKernel(kernel_id_by_name(fn.name), fn.name, sub, ids.restricted_to(used))
+        lk.warm_group = group
+        out.append(lk)
     return out
 
 
@@ -135,10 +141,12 @@ def lowering_from_properties(props) -> str:
     return "auto"
 
 
-def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> CacheKey:
-    parts = {
-        "ir": lk.ir_text,
-        "spec_ids": repr(sorted(lk.spec_ids.ids.items())),
+def _key_digests(ir_digest: str, spec_ids_digest: str, target, mode: str,
+                 value_bytes: bytes) -> dict[str, str]:
+    """The part digests of a binary's cache key, in order: the linked kernel's IR and
+    spec-constant IDs (given as digests), then the parts computed here."""
+    parts = {"ir": ir_digest, "spec_ids": spec_ids_digest}
+    rest = {
         "target": "|".join((target.name, target.triple, target.binary_format, target.cpu,
                             target.features, target.data_layout)),
         "spec_mode": mode,
@@ -148,11 +156,75 @@ def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> Cache
         "llvm": toolchain.llvm_version(),
     }
     if target.backend == "native_cpu":
-        parts["host_cpu"] = toolchain.host_cpu()
+        rest["host_cpu"] = toolchain.host_cpu()
     debug = config.debug_checks()
     if debug:  # debug builds compile checks in (codegen.debug_checks)
-        parts["debug"] = ",".join(sorted(debug))
-    return CacheKey(parts)
+        rest["debug"] = ",".join(sorted(debug))
+    parts.update(CacheKey(rest).parts)
+    return parts
+
+
+def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> CacheKey:
+    ir = CacheKey({"ir": lk.ir_text, "spec_ids": repr(sorted(lk.spec_ids.ids.items()))}).parts
+    return CacheKey.from_part_digests(_key_digests(ir["ir"], ir["spec_ids"], target, mode,
+                                                   value_bytes))
+
+
+class _WarmExecutable(device_image):
+    """An executable image made from the warm-start index: binary, property sets,
+    spec-constant layout and kernel metadata, no IR until something asks for it
+    (``module`` or ``_linked`` then link it through the normal path)."""
+
+    _linked_fn = None
+
+    @property
+    def _linked(self):
+        return self._linked_fn()
+
+
+def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
+                    values: Mapping[str, bytes] | None, linked_fn) -> device_image | None:
+    """The executable image of kernel ``kid`` of the link of the images fingerprinted
+    ``group``, from the warm-start index and the build cache, or ``None`` (then the
+    caller takes the full path, which updates the index). ``linked_fn()`` gives the
+    ``LinkedKernel`` the normal path would (only called if the IR is asked for)."""
+    entry = warm_index.lookup_link(group, kid.get_name())
+    if entry is None:
+        stats.bump("warm_index_misses")
+        return None
+    target = toolchain.device_target(devices[0])
+    mode = resolve_lowering(mode, target)
+    spec_ids = entry["_spec_ids"]
+    value_bytes = spec_ids.buffer(values) if mode == "literal" and spec_ids.ids else b""
+    memo = ("warm", group, kid.get_name(), target.name, mode, value_bytes, tuple(devices),
+            config.debug_checks())
+    img = _executables.get(memo)
+    if img is not None:
+        return img
+    key = CacheKey.from_part_digests(_key_digests(entry["ir"], entry["spec_ids_digest"],
+                                                  target, mode, value_bytes))
+    binary = default_cache().get(key)
+    if binary is None:   # e.g. new literal values, another CPU: the full path builds it
+        stats.bump("warm_index_misses")
+        return None
+    stats.bump("warm_index_hits")
+    holder: list = []
+
+    def linked():
+        if not holder:
+            holder.append(linked_fn())
+        return holder[0]
+
+    img = _WarmExecutable(
+        bundle_state.executable, None, [kid], target=target.name,
+        format=target.binary_format, devices=devices, binary=binary,
+        registry=entry["_registry"], spec_ids=spec_ids, lowering=mode, target_obj=target,
+        spec_values=value_bytes, kernel_infos=[entry["_kernel"]],
+        materialize=lambda: linked().module)
+    img._linked_fn = linked
+    with _lock:
+        img = _executables.setdefault(memo, img)
+    return img
 
 
 def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
@@ -194,6 +266,7 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
         key = _cache_key(lk, target, mode, value_bytes)
         binary = default_cache().get_or_build(key, compile_binary,
                                               label=f"kernel {lk.name} for {target.name}")
+        warm_index.record_link(lk, key)
         img = device_image(
             bundle_state.executable, lk.module, [lk.kid], target=target.name,
             format=target.binary_format, devices=devices, binary=binary,

@@ -18,7 +18,7 @@ from typing import Iterable
 
 from ..errors import errc, exception
 from ..ir.core import Module
-from . import stats, toolchain
+from . import stats, toolchain, warm_index
 from .device_image import bundle_state, device_image, image_property_sets, kernel_ids_of
 from .kernel_id import (get_kernel_id, kernel_function_module, kernel_id,
                         registered_kernels)
@@ -54,12 +54,29 @@ def input_image(kid: kernel_id) -> device_image:
         hit = _inputs.get(id(kfn))
         if hit is not None and hit[0] is kfn:
             return hit[1]
-        stats.bump("frontend_count")
-        module = kfn.ir_module()
-        img = device_image(bundle_state.input, module, [kid],
-                           translation_unit=kernel_function_module(kfn))
+        hit = warm_index.lookup_summary(kfn)
+        if hit is not None:
+            # Warm start: the image's metadata from the index; its IR only on demand.
+            fp, entry = hit
+            img = device_image(bundle_state.input, None, [kid],
+                               translation_unit=kernel_function_module(kfn),
+                               registry=entry["_input_registry"],
+                               kernel_infos=entry["_kernels"],
+                               materialize=lambda: _frontend_module(kfn))
+            img._warm_fingerprint = fp
+            img._warm_object_registry = entry["_object_registry"]
+        else:
+            img = device_image(bundle_state.input, _frontend_module(kfn), [kid],
+                               translation_unit=kernel_function_module(kfn))
+            img._warm_fingerprint = warm_index.fingerprint(kfn) if warm_index.enabled() else None
+        img._warm_kernel = kfn
         _inputs[id(kfn)] = (kfn, img)
         return img
+
+
+def _frontend_module(kfn) -> Module:
+    stats.bump("frontend_count")
+    return kfn.ir_module()
 
 
 def _externals_by_module() -> dict[str, list]:
@@ -178,22 +195,42 @@ def object_image(img: device_image) -> device_image:
         hit = _objects.get(id(img))
         if hit is not None:
             return hit
-        what = ", ".join(k.get_name() for k in img.get_kernel_ids()) or f"library {img.translation_unit}"
-        stats.bump("compile_count")
-        try:
-            module = toolchain.optimise(toolchain.clone(img.module))
-        except exception as e:
-            if e.code() is errc.build:
-                raise
-            raise exception(errc.build, f"compiling {what} failed: {e}") from e
-        except Exception as e:
-            raise exception(errc.build, f"compiling {what} failed: {type(e).__name__}: {e}") from e
+        if img.is_warm:
+            obj = device_image(bundle_state.object, None, img.get_kernel_ids(),
+                               registry=img._warm_object_registry,
+                               kernel_infos=img._kernel_infos,
+                               translation_unit=img.translation_unit,
+                               materialize=lambda: _compile_module(img))
+            obj._source_image = img
+            obj._warm_fingerprint = img._warm_fingerprint
+            _objects[id(img)] = obj
+            return obj
+        module = _compile_module(img)
         obj = device_image(bundle_state.object, module, img.get_kernel_ids(),
                            registry=image_property_sets(module),
                            translation_unit=img.translation_unit)
         obj._source_image = img  # keeps id(img) valid as a memo key
+        fp = getattr(img, "_warm_fingerprint", None)
+        if fp is not None and not img.imports:
+            obj._warm_fingerprint = fp
+            if getattr(img, "_warm_kernel", None) is not None:
+                warm_index.record_summary(img._warm_kernel, img, obj)
         _objects[id(img)] = obj
         return obj
+
+
+def _compile_module(img: device_image) -> Module:
+    what = ", ".join(k.get_name() for k in img.get_kernel_ids()) or f"library {img.translation_unit}"
+    stats.bump("compile_count")
+    try:
+        module = toolchain.optimise(toolchain.clone(img.module))
+    except exception as e:
+        if e.code() is errc.build:
+            raise
+        raise exception(errc.build, f"compiling {what} failed: {e}") from e
+    except Exception as e:
+        raise exception(errc.build, f"compiling {what} failed: {type(e).__name__}: {e}") from e
+    return module
 
 
 def object_image_from_module(module: Module, translation_unit: str | None = None) -> device_image:

@@ -12,7 +12,8 @@ code generation::
 compiler runs (LLVM -> object/SPIR-V/PTX); ``frontend_count``: input images made from
 Python source; ``compile_count``/``link_count``: object images made, link operations;
 ``load_count``: programs loaded through a driver; ``launcher_builds``: launchers made by
-``get_launcher`` (cache misses).
+``get_launcher`` (cache misses); ``warm_index_hits``/``warm_index_misses``: executable
+images found (or not) through the warm-start source index (``warm_index.py``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ compile_count = 0
 link_count = 0
 load_count = 0
 launcher_builds = 0
+warm_index_hits = 0
+warm_index_misses = 0
 
 _lock = threading.Lock()
 
@@ -40,4 +43,5 @@ def snapshot() -> dict[str, int]:
     with _lock:
         return {k: globals()[k] for k in ("codegen_count", "target_compile_count",
                                           "frontend_count", "compile_count", "link_count",
-                                          "load_count", "launcher_builds")}
+                                          "load_count", "launcher_builds",
+                                          "warm_index_hits", "warm_index_misses")}

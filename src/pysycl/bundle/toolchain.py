@@ -17,17 +17,13 @@ from typing import Any, Sequence
 
 from .. import config
 from ..backends import registry
-from ..codegen.module import lower_module
 from ..errors import errc, exception
-from ..ir.canonical import canonical_text
-from ..ir.clone import clone_module
 from ..ir.core import Module
-from ..ir.parser import parse_module
-from ..ir.printer import print_module
-from ..ir.verifier import verify_module
-from ..passes import link as _link
-from ..passes import pipeline
 from . import stats
+
+# The code generator, the pass pipelines and the IR printer/parser/verifier are imported
+# on first use: a warm start (warm_index.py) launches a cached binary without any of
+# them, and importing them costs tens of milliseconds.
 
 #: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries.
 #: 2: native CPU fission clean-up, parallel work-item loops, plain local atomics.
@@ -105,47 +101,57 @@ def print_ir(module: Module) -> str:
     """Canonical IR text (the cache key's main part). Locations are included: codegen
     writes them into assert and bounds-check messages, so a moved kernel must not reuse
     an image that names stale lines."""
+    from ..ir.canonical import canonical_text
     return canonical_text(module)
 
 
 def print_ir_with_locs(module: Module) -> str:
+    from ..ir.printer import print_module
     return print_module(module)
 
 
 def parse_ir(text: str) -> Module:
+    from ..ir.parser import parse_module
     return parse_module(text)
 
 
 def clone(module: Module) -> Module:
     """A deep copy with fresh values (passes rewrite in place)."""
+    from ..ir.clone import clone_module
     return clone_module(module)
 
 
 def verify(module: Module) -> None:
+    from ..ir.verifier import verify_module
     verify_module(module)
 
 
 def optimise(module: Module) -> Module:
     """The object-state pipeline (``sycl.compile``): verify, unroll ``static_range``."""
+    from ..passes import pipeline
     return pipeline.run_compile_pipeline(module)
 
 
 def link_modules(modules: Sequence[Module], name: str = "linked") -> Module:
     """Merge modules; duplicate kernels / exported symbols raise (the linker names them)."""
+    from ..passes import link as _link
     return _link.link_modules(list(modules), name)
 
 
 def unresolved_symbols(module: Module) -> list[str]:
+    from ..passes import link as _link
     return list(_link.unresolved_symbols(module))
 
 
 def reachable_module(module: Module, roots: Sequence[str]) -> Module:
+    from ..passes import link as _link
     return _link.reachable_module(module, list(roots))
 
 
 def kernel_passes(module: Module, target) -> Module:
     """The per-target IR passes after link and spec-constant lowering (native CPU:
     group reductions, work-group fission; devices: what their codegen needs)."""
+    from ..passes import pipeline
     pm = (pipeline.native_cpu_kernel_pipeline() if target.backend == "native_cpu"
           else pipeline.device_kernel_pipeline())
     return pm.run(module)
@@ -159,6 +165,7 @@ def codegen(module: Module, target) -> str:
     fn = _overrides.get("codegen")
     if fn is not None:
         return fn(module, target)
+    from ..codegen.module import lower_module
     lowering = registry.get_lowering(target.name)
     lowering.debug = config.debug_checks()   # PYSYCL_DEBUG: assert and bounds checks
     text = str(lower_module(module, lowering))

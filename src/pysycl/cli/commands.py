@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,23 +10,18 @@ from pathlib import Path
 import numpy as np
 
 
-def _label(value) -> str:
-    """``backend.native_cpu`` -> ``native_cpu`` for enum members, str() otherwise."""
-    return getattr(value, "name", None) or str(value).split(".")[-1]
-
-
 def cmd_ls(args) -> int:
     import pysycl as sycl
 
     for plat in sycl.platform.get_platforms():
         for i, dev in enumerate(plat.get_devices()):
-            kind = _label(dev.device_type)
-            print(f"[{_label(dev.backend)}:{kind}:{i}] {plat.name}, {dev.name} [{dev.driver_version}]")
+            kind = dev.device_type.name
+            print(f"[{dev.backend.name}:{kind}:{i}] {plat.name}, {dev.name} [{dev.driver_version}]")
             if args.verbose:
                 print(f"    max_compute_units={dev.max_compute_units} "
                       f"max_work_group_size={dev.max_work_group_size} "
                       f"global_mem_size={dev.global_mem_size} local_mem_size={dev.local_mem_size}")
-                print("    aspects: " + ", ".join(sorted(_label(a) for a in dev.aspects)))
+                print("    aspects: " + ", ".join(sorted(a.name for a in dev.aspects)))
     return 0
 
 
@@ -52,7 +46,7 @@ def cmd_demo(args) -> int:
     expected = conv.reference(image, coefficients)
     ok = np.allclose(result, expected, rtol=1e-5, atol=1e-4)
     floor = _copy_floor(image)
-    print(f"device: {dev.name} [{_label(dev.backend)}]")
+    print(f"device: {dev.name} [{dev.backend.name}]")
     print(f"3x3 convolution of a {args.size}x{args.size} float32 image, coefficients as a "
           f"specialization constant")
     print(f"first run (build + run): {t_first * 1e3:.1f} ms; "
@@ -65,7 +59,7 @@ def cmd_demo(args) -> int:
 
 def _selector(text: str):
     def score(dev) -> int:
-        backend, kind = _label(dev.backend), _label(dev.device_type)
+        backend, kind = dev.backend.name, dev.device_type.name
         want_backend, _, want_kind = text.partition(":")
         if backend != want_backend:
             return -1

@@ -8,6 +8,7 @@ from . import commands
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``pysycl`` argument parser: one sub-command per ``commands.cmd_<name>``."""
     p = argparse.ArgumentParser(prog="pysycl", description="SYCL 2020 kernels from Python")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -33,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``pysycl`` command; returns the exit status.
+
+    >>> main(["cache", "info"])  # doctest: +SKIP
+    0
+    """
     args = build_parser().parse_args(argv)
     handler = getattr(commands, "cmd_" + args.command)
     from ..errors import exception

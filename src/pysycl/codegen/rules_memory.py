@@ -41,7 +41,8 @@ def var_address(ctx: LoweringContext, name: str, op: Op) -> tuple[ll.Value, Type
         raise ctx.error(op, f"local variable {name!r} is used before its declaration")
     if not slot.per_item:
         return slot.ptr, slot.type
-    lin = ctx.lowering.work_item(ctx, "local_linear_id", None)
+    index = getattr(ctx.lowering, "per_item_index", None)   # native CPU strips
+    lin = index(ctx) if index else ctx.lowering.work_item(ctx, "local_linear_id", None)
     return lt.gep(ctx.builder, slot.ptr, [lin], ctx.mtype(slot.type), inbounds=True), slot.type
 
 

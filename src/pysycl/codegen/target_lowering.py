@@ -34,6 +34,10 @@ class TargetLowering:
                                   "generic": 0}
     #: Ops this target cannot lower by design, with the reason (listed by the rule-coverage test).
     unsupported: dict[str, str] = {}
+    #: LLVM fast-math flags of float ``add``/``sub``/``mul``. Empty (default): each operation
+    #: rounded on its own, as IEEE 754 and NumPy. ``("contract",)`` lets the backend fuse
+    #: a multiply and an add into one FMA (one rounding instead of two).
+    float_flags: tuple[str, ...] = ()
 
     def __init__(self, target: Any = None, debug: bool = False):
         self.target = target

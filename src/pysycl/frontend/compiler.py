@@ -274,12 +274,15 @@ def _loc(parsed) -> Loc:
 
 
 def build_kernel_image(kfn) -> Module:
+    """The input image of one ``@sycl.kernel`` function: the kernel and every device
+    function it calls."""
     b = ImageBuilder(kfn.name, kfn.module_name)
     b.add_kernel(kfn)
     return b.finish()
 
 
 def build_library_image(efn) -> Module:
+    """The input image of one ``@sycl.external`` definition, exported for link."""
     b = ImageBuilder(efn.name, efn.module_name)
     b.add_external_definition(efn)
     return b.finish()

@@ -22,6 +22,7 @@ _externals: dict[str, list["ExternalFunction"]] = {}
 
 
 def register_kernel(k: "KernelFunction") -> None:
+    """Record a kernel of its Python module; a redefinition replaces the old one in place."""
     with _lock:
         lst = _kernels.setdefault(k.module_name, [])
         for i, old in enumerate(lst):
@@ -44,6 +45,7 @@ def all_kernels() -> list["KernelFunction"]:
 
 
 def find_kernel(name: str) -> "KernelFunction | None":
+    """The first registered kernel called ``name``, in any module, or None."""
     with _lock:
         for lst in _kernels.values():
             for k in lst:

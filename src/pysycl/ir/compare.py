@@ -19,6 +19,11 @@ from .core import Function, Module, Op, Region, Value
 
 
 def structurally_equal(a: Module, b: Module) -> bool:
+    """Whether ``a`` and ``b`` are the same module up to value names.
+
+    >>> structurally_equal(Module("m"), Module("m"))
+    True
+    """
     return module_difference(a, b) is None
 
 
@@ -44,6 +49,8 @@ def module_difference(a: Module, b: Module) -> str | None:
 
 
 def function_difference(a: Function, b: Function) -> str | None:
+    """A description of the first difference between two functions, or None (the
+    parameters of ``a`` are matched with those of ``b`` in order)."""
     head = lambda f: (f.name, f.kind, f.return_type, f.loc, f.properties, attr_key(f.attrs),
                       [(p.name, p.type, p.properties) for p in f.params], f.body is None)
     if head(a) != head(b):

@@ -38,6 +38,8 @@ GROUP_SCOPES = ("work_group", "sub_group")
 
 
 def check_types(op: Op, module: Module) -> str | None:
+    """What is wrong with ``op``'s operand and result types, or None (ops without a
+    rule are not checked here)."""
     rule = RULES.get(op.name)
     return rule(op, module) if rule else None
 

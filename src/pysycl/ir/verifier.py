@@ -71,6 +71,11 @@ def _unique(errors: list[str], what: str, names: list[str]) -> None:
 
 
 def describe_loc(loc: Loc) -> str:
+    """``file:line:col`` for a message, or ``unknown location``.
+
+    >>> describe_loc(UNKNOWN_LOC)
+    'unknown location'
+    """
     return "unknown location" if loc == UNKNOWN_LOC else str(loc)
 
 

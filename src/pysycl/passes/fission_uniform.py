@@ -127,24 +127,23 @@ def _clone_chain(chain: list[Op]) -> tuple[list[Op], dict]:
     return new, vmap
 
 
-def _reads(ops, name: str) -> bool:
+def _touches(ops, name: str, kinds: tuple[str, ...]) -> bool:
+    """Whether an op of ``kinds`` on var ``name`` is among ``ops`` or their regions
+    (``var.addr`` counts as both a read and a store: the address may be used for either)."""
     for op in ops:
-        if op.name in ("var.load", "var.addr") and op.attrs.get("name") == name:
+        if op.name in kinds and op.attrs.get("name") == name:
             return True
-        for r in op.regions:
-            if _reads(r.ops, name):
-                return True
+        if any(_touches(r.ops, name, kinds) for r in op.regions):
+            return True
     return False
+
+
+def _reads(ops, name: str) -> bool:
+    return _touches(ops, name, ("var.load", "var.addr"))
 
 
 def _stores_in(ops, name: str) -> bool:
-    for op in ops:
-        if op.name in ("var.store", "var.addr") and op.attrs.get("name") == name:
-            return True
-        for r in op.regions:
-            if _stores_in(r.ops, name):
-                return True
-    return False
+    return _touches(ops, name, ("var.store", "var.addr"))
 
 
 def _parent_map(r: Region, out: dict) -> dict:

@@ -22,7 +22,7 @@ work-group, which fission leaves alone. The native CPU's sub-groups have one wor
 from __future__ import annotations
 
 from pysycl.ir.builder import Builder
-from pysycl.ir.core import Function, Module, Op, Region
+from pysycl.ir.core import Module, Op, Region
 from pysycl.ir.types import BOOL, I64
 
 COMBINE = {"plus": "add", "minimum": "min", "maximum": "max"}

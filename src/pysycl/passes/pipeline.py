@@ -24,6 +24,10 @@ from pysycl.ir.core import Module
 from pysycl.ir.printer import print_module
 from pysycl.ir.verifier import verify_module
 
+from .lower_group_reduce import lower_group_reduce
+from .unroll_static_range import unroll_static_range
+from .work_group_fission import work_group_fission
+
 PassFunction = Callable[[Module, "PassOptions"], "Module | None"]
 
 
@@ -104,8 +108,6 @@ def verify(module: Module, options: PassOptions | None = None) -> None:
 
 def compile_pipeline() -> PassManager:
     """The object-state pipeline (``sycl::compile``): target independent."""
-    from .unroll_static_range import unroll_static_range
-
     pm = PassManager("compile")
     pm.add_pass(verify, "reject malformed input before rewriting it")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
@@ -119,13 +121,16 @@ def run_compile_pipeline(module: Module, options: PassOptions | None = None) -> 
 
 def native_cpu_kernel_pipeline() -> PassManager:
     """IR passes for kernels on the native CPU device, after link and spec-constant lowering."""
-    from .lower_group_reduce import lower_group_reduce
-    from .unroll_static_range import unroll_static_range
-    from .work_group_fission import work_group_fission
+    from .forward_constants import forward_constant_vars
+    from .strip_uniform_loops import strip_uniform_loops
 
     pm = PassManager("native_cpu")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
+    pm.add_pass(forward_constant_vars, "loops over a constant local (a literal spec constant) "
+                                       "get a constant trip count, so they fully unroll")
     pm.add_pass(lower_group_reduce, "work-group reductions become group vars and barriers")
+    pm.add_pass(strip_uniform_loops, "uniform kernel loops get implicit barriers, so the "
+                                     "work-item loop inside them is innermost and vectorises")
     pm.add_pass(_OptimisedFission(), "one thread runs a work-group: split at barriers")
     return pm
 
@@ -137,14 +142,11 @@ class _OptimisedFission:
     name = "work_group_fission"
 
     def run(self, module: Module, options: PassOptions | None = None) -> Module:
-        from .work_group_fission import work_group_fission
         return work_group_fission(module, options, optimise=True)
 
 
 def device_kernel_pipeline() -> PassManager:
     """IR passes for SPIR-V and PTX targets (barriers and reductions are native there)."""
-    from .unroll_static_range import unroll_static_range
-
     pm = PassManager("device")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
     return pm

@@ -29,6 +29,17 @@ class _sizes_property(property):
         return cls(*parse_ints(cls.__name__, text))
 
 
+class _count_property(property):
+    """A property whose value is one positive count."""
+
+    def __init__(self, n):
+        self._value = positive_int(type(self).__name__, n)
+
+    @classmethod
+    def from_meta(cls, text):
+        return cls(*parse_ints(cls.__name__, text))
+
+
 class work_group_size(_sizes_property):
     """Required work-group size (``reqd_work_group_size``); launching with another
     local size is ``errc.nd_range``.
@@ -55,7 +66,7 @@ class max_work_group_size(_sizes_property):
     category = "kernel"
 
 
-class max_linear_work_group_size(property):
+class max_linear_work_group_size(_count_property):
     """Promise that the work-group's linear size is at most ``n``.
 
     >>> max_linear_work_group_size(64).meta_value
@@ -65,15 +76,8 @@ class max_linear_work_group_size(property):
     meta_name = "sycl-max-linear-work-group-size"
     category = "kernel"
 
-    def __init__(self, n):
-        self._value = positive_int("max_linear_work_group_size", n)
 
-    @classmethod
-    def from_meta(cls, text):
-        return cls(*parse_ints(cls.__name__, text))
-
-
-class sub_group_size(property):
+class sub_group_size(_count_property):
     """Required sub-group size (``reqd_sub_group_size``).
 
     >>> sub_group_size(16).meta_value
@@ -82,13 +86,6 @@ class sub_group_size(property):
 
     meta_name = "sycl-sub-group-size"
     category = "kernel"
-
-    def __init__(self, n):
-        self._value = positive_int("sub_group_size", n)
-
-    @classmethod
-    def from_meta(cls, text):
-        return cls(*parse_ints(cls.__name__, text))
 
 
 class device_has(property):

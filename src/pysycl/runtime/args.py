@@ -223,8 +223,8 @@ def _scalar_packer(p, kernel):
             if len(cache) < 256:
                 cache[key] = hit
         out.append(hit)
-    return pack
     pack.cache = cache   # read directly by Packer's generated fast path
+    return pack
 
 
 def _convert_scalar(value, dt, typ, integral, kernel, name) -> KernelArg:

@@ -24,7 +24,7 @@ import numpy as np
 from .. import types
 from ..errors import errc, exception
 from ..properties.arguments import no_init_key
-from .event import USER, _lock as _event_lock, complete, new_event
+from .event import USER, complete, new_event
 
 _access_lock = threading.Lock()
 _READ = types.access_mode.read_only

@@ -43,15 +43,13 @@ class platform:
     def _make(cls, key, descs: list[DeviceDescription]) -> "platform":
         p = object.__new__(cls)
         first = descs[0]
-        handle = first.extra.get("platform")
         p._key = key
         p._descs = descs
         p.backend = backend_enum(first.backend)
-        p.name = first.extra.get("platform_name") or getattr(handle, "name", None) \
-            or f"pysycl {first.backend}"
-        p.vendor = first.extra.get("platform_vendor") or getattr(handle, "vendor", None) \
-            or first.vendor
-        p.version = getattr(handle, "version", None) or first.driver_version
+        # Backends with a platform object of their own (OpenCL) describe it in ``extra``.
+        p.name = first.extra.get("platform_name") or f"pysycl {first.backend}"
+        p.vendor = first.extra.get("platform_vendor") or first.vendor
+        p.version = first.extra.get("platform_version") or first.driver_version
         return p
 
     @staticmethod

@@ -27,6 +27,8 @@ STREAM, HOST, USER, BARRIER = 0, 1, 2, 3
 
 
 def _token_done(tok) -> bool:
+    """Whether a backend token finished, without waiting (the native CPU's token answers
+    ``done()``, the device backends' ``is_complete()``)."""
     done = getattr(tok, "done", None) or getattr(tok, "is_complete", None)
     return done is not None and done()
 
@@ -112,9 +114,13 @@ class event:
         if tok_times is not None and self._kind == STREAM:
             try:
                 t = tok_times()
-                return int(t[("queued", "start", "end")[index]])
             except exception:
-                pass
+                return self._times[index]
+            # OpenCL tokens report the four cl_profiling_info points by name, CUDA tokens
+            # a (submit, start, end) tuple on the host clock.
+            if isinstance(t, dict):
+                t = (t["queued"], t["start"], t["end"])
+            return int(t[index])
         return self._times[index]
 
     @property
@@ -165,6 +171,25 @@ def new_event(queue, kind: int, run) -> event:
     ev._times = [time.perf_counter_ns(), 0, 0] if queue is not None and queue._profiling \
         else None
     return ev
+
+
+def issued_event(queue, kind: int, tok, run=None) -> event:
+    """``new_event`` + start + ``set_token(ev, tok)`` for a command already issued whose
+    token is not asked whether it completed (a fresh event: nobody waits on or watches
+    it yet). Not for profiling queues (no times)."""
+    ev = _new(event)
+    ev._done = ev._watched = False
+    ev._started = True
+    ev._token = tok
+    ev._flag = ev._callbacks = ev._times = ev._error = None
+    ev._queue = queue
+    ev._run = run
+    ev._kind = kind
+    ev._pending = 0
+    return ev
+
+
+_new = event.__new__
 
 
 def complete(ev: event, error: BaseException | None = None) -> None:

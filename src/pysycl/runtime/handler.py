@@ -90,10 +90,9 @@ def _as_events(events) -> list:
 
 
 def _kernel_name(launcher, kernel) -> str:
-    kid = getattr(launcher, "kernel_id", None)
-    if kid is not None and hasattr(kid, "get_name"):
-        return kid.get_name()
-    return getattr(launcher, "name", None) or getattr(kernel, "__qualname__", None) or "kernel"
+    """The SYCL name of the launched kernel, for messages (``kernel``: what the user
+    passed; the launcher already knows it)."""
+    return launcher.kernel_id.get_name()
 
 
 class handler:
@@ -173,9 +172,7 @@ class handler:
             if dims and dims != len(g):
                 raise exception(errc.nd_range, f"kernel {name} is {dims}-D but the range "
                                 f"{g} is {len(g)}-D")
-        check = getattr(launcher, "check_nd_range", None)   # kernel properties (5.8.1)
-        if check is not None:
-            l = check(g, l)
+        l = launcher.check_nd_range(g, l)   # kernel properties (SYCL 2020 5.8.1)
         args_mod.check_launch(q._desc, g, l, name)
         keep = []
         packed, local_bytes = packer.pack(args, self, keep)
@@ -270,7 +267,7 @@ class handler:
         for p, a in zip(user, args):
             if p.kind == "spec_placeholder" and type(a) is spec_constant:
                 dt = np.dtype(p.dtype)
-                raw = a.raw if dt == np.dtype(getattr(a.spec_id, "dtype", dt)) else None
+                raw = a.raw if dt == np.dtype(a.spec_id.dtype) else None
                 if raw is None:
                     from ..host_objects import value_bytes
                     raw = value_bytes(a.value, dt)

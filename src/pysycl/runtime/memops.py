@@ -74,12 +74,21 @@ def _is_dg(side: _Side) -> bool:
     return hasattr(side.mem, "host_read") and hasattr(side.mem, "host_write")
 
 
+def _device_global_pair(d: _Side, s: _Side, what: str) -> tuple[_Side, _Side] | None:
+    """``(device_global side, other side)`` of a copy, or None when neither side is one."""
+    if not (_is_dg(d) or _is_dg(s)):
+        return None
+    if _is_dg(d) and _is_dg(s):
+        raise exception(errc.invalid, f"{what} between two device_globals")
+    return (d, s) if _is_dg(d) else (s, d)
+
+
 def _check_host_access(dg, write: bool) -> None:
     """``host_access`` (ext device_global): ``read`` forbids copies to the variable,
     ``write`` copies from it, ``none`` both."""
     from ..properties import host_access
-    props = getattr(dg, "properties", None)
-    if props is None or not props.has_property(host_access):
+    props = dg.properties
+    if not props.has_property(host_access):
         return
     mode = props.get_property(host_access).value.name
     if mode == "none" or (write and mode == "read") or (not write and mode == "write"):
@@ -121,7 +130,7 @@ def _submit_dg_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None
                 staging = bytearray(nbytes)
                 smem = _resolve(q, src, stream, False)
                 tok = driver.copy(stream, memoryview(staging), 0, smem, src.offset, nbytes)
-                getattr(tok, "wait", lambda: None)()
+                tok.wait()
                 data = staging
             inst.host_write(stream, off, data)
             return None
@@ -169,12 +178,13 @@ def _submit_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
 
 
 def memcpy(cgh, dst, src, num_bytes=None, offset=0) -> None:
+    """``handler.memcpy``: ``num_bytes`` from ``src`` to ``dst``; ``offset`` (bytes)
+    applies to a device_global side."""
     d = _side(cgh, dst, "memcpy destination", True)
     s = _side(cgh, src, "memcpy source", False)
-    if _is_dg(d) or _is_dg(s):
-        if _is_dg(d) and _is_dg(s):
-            raise exception(errc.invalid, "memcpy between two device_globals")
-        g, h = (d, s) if _is_dg(d) else (s, d)
+    pair = _device_global_pair(d, s, "memcpy")
+    if pair is not None:
+        g, h = pair
         n = _dg_range(g, int(offset), None if num_bytes is None and g is s else
                       (h.nbytes if num_bytes is None else int(num_bytes)), 1, "memcpy")
         if n > h.nbytes:
@@ -192,12 +202,12 @@ def memcpy(cgh, dst, src, num_bytes=None, offset=0) -> None:
 
 
 def copy(cgh, src, dst, count=None, start_index=0) -> None:
+    """``handler.copy``: ``count`` elements; ``start_index`` applies to a device_global side."""
     s = _side(cgh, src, "copy source", False)
     d = _side(cgh, dst, "copy destination", True)
-    if _is_dg(d) or _is_dg(s):
-        if _is_dg(d) and _is_dg(s):
-            raise exception(errc.invalid, "copy between two device_globals")
-        g, h = (d, s) if _is_dg(d) else (s, d)
+    pair = _device_global_pair(d, s, "copy")
+    if pair is not None:
+        g, h = pair
         item = g.dtype.itemsize
         if h.dtype is not None and h.dtype.itemsize != item and h.dtype != np.uint8:
             raise exception(errc.invalid, f"copy between {h.dtype} and device_global "
@@ -237,6 +247,7 @@ def _submit_fill(cgh, d: _Side, pattern: bytes, nbytes: int, what: str) -> None:
 
 
 def fill(cgh, dst, value, count=None) -> None:
+    """``handler.fill``: ``count`` elements of ``dst`` (default all) set to ``value``."""
     d = _side(cgh, dst, "fill destination", True)
     dtype = d.dtype if d.dtype is not None else np.dtype(np.uint8)
     try:
@@ -254,6 +265,7 @@ def fill(cgh, dst, value, count=None) -> None:
 
 
 def memset(cgh, dst, byte, num_bytes=None) -> None:
+    """``handler.memset``: ``num_bytes`` of ``dst`` (default all) set to ``byte``."""
     d = _side(cgh, dst, "memset destination", True)
     n = d.nbytes if num_bytes is None else int(num_bytes)
     if n < 0 or n > d.nbytes:

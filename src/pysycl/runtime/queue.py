@@ -20,7 +20,8 @@ import threading
 from ..errors import errc, exception
 from .context import context as context_cls
 from .device import device as device_cls
-from .event import BARRIER, STREAM, _token_done, complete, event, new_event, set_token
+from .event import (BARRIER, STREAM, _token_done, complete, event, issued_event,
+                    new_event, set_token)
 from .handler import handler
 from .ranges import nd_range as nd_range_cls
 from .scheduler import enqueue
@@ -228,7 +229,10 @@ class queue:
             except TypeError:
                 fast = False
             if fast:
-                ev = fast.parallel_for(range_or_nd_range, args)
+                if range_or_nd_range is fast.last_r:   # the range of the last launch
+                    ev = fast._issue(fast.last_g, None, None, args)
+                else:
+                    ev = fast.parallel_for(range_or_nd_range, args)
                 if ev is not None:
                     return ev
         cgh = self._shortcut(depends_on)
@@ -382,10 +386,16 @@ class _FastLaunch:
     handler or closure, and a launch that finished before the driver returned (native
     CPU) gets an already-complete event. Anything unusual (an nd_range launch of a
     non-nd_item kernel, a dimension mismatch, a pending in-order predecessor) returns
-    None and takes the general path, which raises the same errors."""
+    None and takes the general path, which raises the same errors.
+
+    Per launch it does only what can change: the range is checked once per range object
+    (the last one is remembered), the driver's launch is bound to the queue's stream
+    (``Launcher.bind``), and a driver whose launch tokens are never complete on return
+    (``launch_tokens_pending``: CUDA) is not asked about completion at issue time."""
 
     __slots__ = ("q", "launcher", "packer", "cgh", "index_kind", "dims", "stream",
-                 "local_limit", "desc", "done_event", "done_token")
+                 "local_limit", "desc", "done_event", "done_token", "bound", "poll",
+                 "last_r", "last_g", "last_issued")
 
     def __init__(self, q, kernel, launcher):
         from . import args as args_mod
@@ -403,8 +413,16 @@ class _FastLaunch:
         self.done_event._queue = q
         self.done_event._kind = STREAM
         self.done_token = None   # a token seen complete: tokens never become incomplete
+        bind = getattr(launcher, "bind", None)
+        self.bound = bind(q._stream) if bind is not None else None
+        self.poll = not getattr(q._driver, "launch_tokens_pending", False)
+        self.last_r = self.last_g = None
+        # The last event issued here to an in-order stream: the stream orders the next.
+        self.last_issued = None
 
     def parallel_for(self, r, args):
+        if r is self.last_r:
+            return self._issue(self.last_g, None, None, args)
         t = type(r)
         if t is int:
             if r < 0:
@@ -420,7 +438,7 @@ class _FastLaunch:
             for v in r:
                 if type(v) is not int or v < 0:
                     return None
-            g, l, off = r, None, _ZERO_OFFSETS.get(len(r))
+            g, l, off = tuple(r), None, _ZERO_OFFSETS.get(len(r))
         else:
             return None
         if l is None and self.index_kind == "nd_item":
@@ -428,16 +446,23 @@ class _FastLaunch:
         dims = self.dims
         if dims and dims != len(g):
             return None
-        return self._issue(g, l, off, args)
+        if l is None:
+            # A range (an immutable tuple) or an int that passed every check: the next
+            # launch with the same object needs none of them.
+            self.last_r, self.last_g = r, g
+        elif any(off):
+            return self._issue(g, l, off, args)
+        return self._issue(g, l, None, args)
 
     def single_task(self, args):
-        return self._issue((1,), (1,), (0,), args)
+        return self._issue((1,), (1,), None, args)
 
     def _issue(self, g, l, off, args):
         q = self.q
-        if q._in_order:
+        in_order = q._in_order
+        if in_order:
             last = q._last
-            if last is not None and not last._done and not (
+            if last is not None and last is not self.last_issued and not last._done and not (
                     # already issued to this queue's in-order stream: the stream orders it
                     last._kind == STREAM and last._started and q._stream_in_order
                     and getattr(last._token, "stream", None) is self.stream):
@@ -447,33 +472,45 @@ class _FastLaunch:
         if local_bytes > self.local_limit:
             return None
         try:
-            tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
+            if off is None and self.bound is not None:
+                tok = self.bound(g, l, packed, local_bytes)
+            else:
+                tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
         except BaseException as e:  # noqa: BLE001 - asynchronous, as on the general path
             ev = new_event(q, STREAM, None)
             ev._started = True
             complete(ev, e)
             return self._track(q, ev)
-        if tok is None or tok is self.done_token or _token_done(tok):
-            # Finished before the driver returned (native CPU): one complete event serves
-            # every such launch (nothing in it changes once complete; errors of failed
-            # launches get events of their own above).
-            self.done_token = tok
-            ev = self.done_event
-            if q._in_order:
-                q._last = ev
-            return ev
-        ev = new_event(q, STREAM, None)
-        ev._started = True
-        if keep:
-            ev._run = keep.__len__   # holds interop objects until the command completes
-        set_token(ev, tok)
+        if self.poll:
+            if tok is None or tok is self.done_token or _token_done(tok):
+                # Finished before the driver returned (native CPU): one complete event
+                # serves every such launch (nothing in it changes once complete; errors
+                # of failed launches get events of their own above).
+                self.done_token = tok
+                ev = self.done_event
+                if in_order:
+                    q._last = ev
+                return ev
+            ev = new_event(q, STREAM, None)
+            ev._started = True
+            if keep:
+                ev._run = keep.__len__   # holds interop objects until the command completes
+            set_token(ev, tok)
+        else:
+            # new_event + set_token, without asking the driver whether the launch it
+            # just issued is complete (a fresh event nobody waits on or watches yet).
+            ev = issued_event(q, STREAM, tok, keep.__len__ if keep else None)
+        if q._stream_in_order:
+            self.last_issued = ev
         return self._track(q, ev)
 
     @staticmethod
     def _track(q, ev):
         if q._in_order:
-            with q._lock:
-                q._last = ev
+            lock = q._lock
+            lock.acquire()
+            q._last = ev
+            lock.release()
         else:
             out = q._outstanding
             if out and ev._run is None:

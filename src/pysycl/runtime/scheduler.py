@@ -54,6 +54,7 @@ def enqueue(q, ev: event, deps) -> event:
 
 
 def ev_release(ev: event):
+    """The callback a dependency of ``ev`` runs when it completes; the last one starts ``ev``."""
     def release():
         # Two threads may complete two dependencies at once: count under the lock.
         with _lock:
@@ -65,6 +66,8 @@ def ev_release(ev: event):
 
 
 def start(ev: event) -> None:
+    """Start a command whose dependencies are all complete (stream commands here,
+    host tasks on the host pool)."""
     kind = ev._kind
     ev._started = True
     if ev._times is not None:

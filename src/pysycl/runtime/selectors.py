@@ -16,6 +16,13 @@ from . import filters
 
 
 def default_selector_v(dev) -> int:
+    """``sycl::default_selector_v``: a GPU (CUDA first), then the native CPU, then other
+    CPUs and accelerators; negative scores are never chosen.
+
+    >>> import pysycl as sycl
+    >>> default_selector_v(sycl.device(sycl.cpu_selector_v)) > 0
+    True
+    """
     d = dev._desc
     if d.device_type == "gpu":
         return 1000 + (10 if d.backend == "cuda" else 0)
@@ -27,6 +34,12 @@ def default_selector_v(dev) -> int:
 
 
 def cpu_selector_v(dev) -> int:
+    """``sycl::cpu_selector_v``: CPUs only, the native CPU before OpenCL CPUs.
+
+    >>> import pysycl as sycl
+    >>> sycl.device(cpu_selector_v).device_type.name
+    'cpu'
+    """
     d = dev._desc
     if d.device_type != "cpu":
         return -1
@@ -34,10 +47,22 @@ def cpu_selector_v(dev) -> int:
 
 
 def gpu_selector_v(dev) -> int:
+    """``sycl::gpu_selector_v``: GPUs only, ranked as :func:`default_selector_v` ranks them.
+
+    >>> import pysycl as sycl
+    >>> gpu_selector_v(sycl.device(sycl.cpu_selector_v))
+    -1
+    """
     return default_selector_v(dev) if dev._desc.device_type == "gpu" else -1
 
 
 def accelerator_selector_v(dev) -> int:
+    """``sycl::accelerator_selector_v``: accelerators only.
+
+    >>> import pysycl as sycl
+    >>> accelerator_selector_v(sycl.device(sycl.cpu_selector_v))
+    -1
+    """
     return 1000 if dev._desc.device_type == "accelerator" else -1
 
 

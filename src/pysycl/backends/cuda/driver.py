@@ -313,11 +313,19 @@ class _ArgPacker:
         """``pack(args, scratch_bytes) -> dynamic shared bytes``: straight-line code made
         for this signature (no per-argument kind dispatch at launch; half the Python
         time of a generic loop, measured with five arguments)."""
-        lines, names = ["def pack(args, scratch_bytes):",
-                        "    end = (scratch_bytes + ALIGN - 1) & -ALIGN"], []
+        lines, names = ["def pack(args, scratch_bytes):"], []
         n = len(self.kinds)
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
+            if _LOCAL not in self.kinds:
+                # The same KernelArg objects as the last call (a launch loop): the
+                # buffer holds their bytes already (KernelArgs are immutable; a freed
+                # USM array never reaches here, the runtime checks it first).
+                lines.append(f"    if ({', '.join(f'a{i}' for i in range(n))},) == LAST[0] "
+                             "and scratch_bytes == LAST[1]:")
+                lines.append("        return scratch_bytes")
+                lines.append("    LAST[0] = args = tuple(args); LAST[1] = scratch_bytes")
+        lines.append("    end = (scratch_bytes + ALIGN - 1) & -ALIGN")
         for i, kind in enumerate(self.kinds):
             if kind is _MEM:
                 lines.append(f"    v{i} = a{i}.value")
@@ -330,7 +338,7 @@ class _ArgPacker:
         lines.append(f"    pack_into(storage, 0, {', '.join(names)})")
         lines.append("    return end if end > scratch_bytes else scratch_bytes")
         scope = {"ALIGN": LOCAL_ARG_ALIGN, "pack_into": self.struct.pack_into,
-                 "storage": self.storage}
+                 "storage": self.storage, "LAST": [None, None]}
         exec("\n".join(lines), scope)  # noqa: S102 - code built above from arg kinds only
         return scope["pack"]
 
@@ -422,29 +430,37 @@ class CudaKernel:
                 args.append(trailing)
                 return self.launch(stream, global_size, local_size, args, scratch_bytes)
             return launch_profiled
-        fn, handle, lock, ctx = self.function, stream.handle, self._lock, self.program.device._ctx
+        fn, handle, ctx = self.function, stream.handle, self.program.device._ctx
         token, grid, tls, launch_kernel = stream.plain_token, self._grid, _tls, cu.cuLaunchKernel
-        last = [None, None, None]    # global size, local size, geometry of the last launch
+        acquire, release = self._lock.acquire, self._lock.release
+        # (global size, local size, dynamic shared bytes, packer, cuLaunchKernel's
+        # arguments) of the last launch: a launch loop repeats them.
+        last = [None, None, None, None, None]
 
         def launch(global_size, local_size, args, scratch_bytes=0):
-            if global_size is last[0] and local_size is last[1]:
-                geometry = last[2]
-            else:
-                geometry = grid(global_size, local_size)
-                last[:] = global_size, local_size, geometry
             args.append(trailing)
-            with lock:
+            acquire()      # the packer's buffer is shared until cuLaunchKernel copied it
+            try:
                 if getattr(tls, "ctx", None) is not ctx:
                     _activate(ctx)
                 packer = self._packer
                 if packer is None or len(packer.kinds) != len(args):
                     packer = self._packer = self._make_packer(args)
                 shared = packer.pack(args, scratch_bytes)
-                if shared > self._dynamic_limit:
-                    self._allow_dynamic_shared(shared)
-                err = launch_kernel(fn, *geometry, shared, handle, packer.params, 0)[0]
-            if err != 0:
-                gx, gy, gz, bx, by, bz = geometry
+                if global_size is last[0] and local_size is last[1] and shared == last[2] \
+                        and packer is last[3]:
+                    call = last[4]
+                else:
+                    if shared > self._dynamic_limit:
+                        self._allow_dynamic_shared(shared)
+                    call = (fn, *grid(global_size, local_size), shared, handle,
+                            packer.params, 0)
+                    last[:] = global_size, local_size, shared, packer, call
+                err = launch_kernel(*call)[0]
+            finally:
+                release()
+            if err:
+                _, gx, gy, gz, bx, by, bz = call[:7]
                 _fail(err, f"launch of kernel {self.name!r} (grid {gx}x{gy}x{gz}, "
                       f"block {bx}x{by}x{bz}, {shared} B local)")
             return token

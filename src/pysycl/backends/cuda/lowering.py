@@ -23,6 +23,8 @@ What differs from the shared rules, and why:
   combine the warps' results through 32 slots of static shared memory between two
   ``bar.sync`` (the native CPU's ``passes/lower_group_reduce.py`` is sequential and not
   run for device targets).
+* **Floating point** ``+ - *`` carry LLVM's ``contract`` flag, so a multiply feeding an
+  add becomes one ``fma.rn`` as with nvcc's default ``-fmad=true`` (see ``float_flags``).
 * **Math** calls libdevice ``__nv_*`` in the operand's precision (``__nv_sinf`` for f32:
   LLVM's own ``llvm.sin.f32`` becomes the inaccurate ``sin.approx``); operations PTX has
   instructions for (sqrt, fabs, floor, fma, ...) keep the LLVM intrinsics.
@@ -90,6 +92,11 @@ class CudaLowering(TargetLowering):
                        "or emulated lowering",
         "wg.items": "work-group fission is only for the native CPU; CUDA has real barriers",
     }
+    # FMA contraction, the default of every CUDA compiler (nvcc -fmad=true, clang
+    # -ffp-contract=fast for CUDA, NVRTC and hence CuPy): a * b + c may become one fma.rn
+    # (rounded once, so results can differ from NumPy's in the last bit). The native CPU
+    # keeps IEEE-exact separate roundings, like Numba's fastmath=False.
+    float_flags = ("contract",)
 
     def __init__(self, target=None, debug: bool = False):
         super().__init__(target, debug)

@@ -22,12 +22,21 @@ from typing import Any, Sequence
 import llvmlite.binding as llvm
 
 from ... import config
-from ...codegen import device_global_symbol
-from ...codegen.debug_checks import FAIL_SYMBOL as DEBUG_FAIL_SYMBOL
 from ...errors import errc, exception
 from ..base import KernelArg, KernelArgKind
 from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
                      _init_llvm, entry_symbol, host_target_machine)
+
+# codegen.debug_checks.FAIL_SYMBOL (tests check they agree). Not imported from there:
+# loading a cached object must not import the code generator (warm start).
+DEBUG_FAIL_SYMBOL = "__pysycl_debug_fail"
+
+
+def device_global_symbol(unique_id: str) -> str:
+    """``codegen.device_global_symbol`` (imported on first use)."""
+    from ...codegen import device_global_symbol as symbol
+    return symbol(unique_id)
+
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_void_p)

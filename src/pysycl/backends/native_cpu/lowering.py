@@ -73,10 +73,16 @@ class NativeCpuLowering(TargetLowering):
 
     # Hidden parameters ------------------------------------------------------------------
     def hidden_params(self, fn: Function):
-        return [(f"{f}{d}", lt.I64) for f in _FIELDS for d in range(3)]
+        # A strip kernel (passes/strip_uniform_loops) is called once per strip of
+        # work-items along its last dimension: local_id there is the strip's first item
+        # and ``strip_end`` one past its last.
+        extra = [("strip_end", lt.I64)] if fn.attrs.get("wi_strip") else []
+        return [(f"{f}{d}", lt.I64) for f in _FIELDS for d in range(3)] + extra
 
     def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
         ctx.wi = WorkItemState(*(list(args[3 * i:3 * i + 3]) for i in range(len(_FIELDS))))
+        n = 3 * len(_FIELDS)
+        ctx.strip = (list(ctx.wi.local_id), args[n]) if len(args) > n else None
 
     def hidden_args(self, ctx: LoweringContext) -> list:
         return ctx.wi.flat()
@@ -86,8 +92,9 @@ class NativeCpuLowering(TargetLowering):
         # Barrier kernels with per-item vars keep their own frame so the per-item allocas
         # (sized by the group) are freed per group; without any (fission_uniform often
         # removes them all) the kernel inlines into the group loop like any other.
+        # Strip kernels' per-item slots have a constant size (STRIP items): they inline.
         llfn.attributes.add("noinline" if uses_fission(fn) and _has_per_item_vars(fn)
-                            else "alwaysinline")
+                            and not fn.attrs.get("wi_strip") else "alwaysinline")
 
     # Work-item queries ---------------------------------------------------------------------
     def work_item(self, ctx: LoweringContext, query: str, dim: int | None) -> ll.Value:
@@ -130,13 +137,40 @@ class NativeCpuLowering(TargetLowering):
 
     # Work-group fission ----------------------------------------------------------------------
     def per_item_count(self, ctx: LoweringContext) -> ll.Value:
+        if getattr(ctx, "strip", None) is not None:
+            return ll.Constant(lt.I64, int(ctx.function.attrs["wi_strip"]))
         return _product(ctx.entry_builder(), ctx.wi.local_range)
+
+    def per_item_index(self, ctx: LoweringContext) -> ll.Value:
+        """This work-item's element of a per-item slot: its local linear id, or in a
+        strip kernel its place in the strip."""
+        if getattr(ctx, "strip", None) is not None:
+            d = kernel_dims(ctx.function)[0] - 1
+            return ctx.builder.sub(ctx.wi.local_id[d], ctx.strip[0][d])
+        return self.work_item(ctx, "local_linear_id", None)
 
     def work_group_items(self, ctx: LoweringContext, op: Op) -> None:
         # Loop only over the kernel's own dimensions (the others have one item): the
         # last real dimension is then the innermost loop, the one LLVM vectorises. Looping
         # over all three would leave an inner loop of unknown trip count 1 there.
         group_level = ctx.wi.local_id
+        if getattr(ctx, "strip", None) is not None:
+            # One loop over the strip [first, end) of the last dimension; the other
+            # local ids are the strip's own.
+            d = kernel_dims(ctx.function)[0] - 1
+            first, end = ctx.strip[0][d], ctx.strip[1]
+            group = _DistinctMD(ctx.llmodule, [])
+            fn = ctx.builder.block.function
+            start = len(fn.blocks)
+
+            def item(i):
+                ctx.wi.local_id = [i if k == d else v for k, v in enumerate(ctx.strip[0])]
+                ctx.lower_region(op.regions[0])
+            counted_loop(ctx.builder, first, end, "wg.strip", item,
+                         loop_md=_parallel_loop_id(ctx.llmodule, group))
+            ctx.wi.local_id = group_level
+            _mark_parallel_accesses(fn.blocks[start:], group)
+            return
         ids: list = []
         dims = kernel_dims(ctx.function)
         ndims = dims[0] if len(dims) == 1 else 3
@@ -384,7 +418,8 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
         bb = b.function.append_basic_block(f"dims{d}")
         switch.add_case(ll.Constant(lt.I64, d), bb)
         b.position_at_end(bb)
-        _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, uses_fission(fn))
+        _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, uses_fission(fn),
+                    fn.attrs.get("wi_strip"))
         b.branch(exit_bb)
     b.position_at_end(exit_bb)
     b.ret_void()
@@ -438,7 +473,8 @@ def _load_params(b, fn: Function, lowering, argv, local_mem) -> list:
     return values
 
 
-def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission) -> None:
+def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission,
+                strip=None) -> None:
     wi = {k: [v[d] if d < dims else (_ZERO if k == "global_offset" else _ONE)
               for d in range(3)] for k, v in launch_vals.items()}
 
@@ -447,7 +483,7 @@ def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission) -> 
         for d in reversed(range(dims)):  # dimension 0 varies slowest
             grp[d] = rem if d == 0 else b.urem(rem, wi["group_range"][d])
             rem = b.udiv(rem, wi["group_range"][d]) if d else rem
-        if fission:
+        if fission and not strip:
             b.call(kernel, params + _hidden(wi, grp, [_ZERO] * 3))
             return
         base = [b.mul(grp[d], wi["local_range"][d]) for d in range(dims)]
@@ -462,9 +498,36 @@ def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission) -> 
             def body(i):
                 lid[d] = i
                 nest(d + 1)
+            if strip and d == dims - 1:
+                # Strip kernel: one call per ``strip`` items of the last dimension.
+                w = ll.Constant(lt.I64, int(strip))
+
+                def per_strip(s):
+                    lid[d] = s
+                    b.call(kernel, params + _hidden(wi, grp, lid) +
+                           [_smin(b, b.add(s, w), hi[d])])
+                _strided_loop(b, hi[d], w, f"strip{d}", per_strip)
+                return
             counted_loop(b, _ZERO, hi[d], f"item{d}", body)
         nest(0)
     counted_loop(b, gbegin, gend, "group", per_group)
+
+
+def _strided_loop(b, hi, step, name: str, body) -> None:
+    """``for s in range(0, hi, step): body(s)``."""
+    fn = b.block.function
+    pre = b.block
+    header, blk, done = (fn.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
+    b.branch(header)
+    b.position_at_end(header)
+    s = b.phi(lt.I64, name=name)
+    s.add_incoming(_ZERO, pre)
+    b.cbranch(b.icmp_signed("<", s, hi), blk, done)
+    b.position_at_end(blk)
+    body(s)
+    s.add_incoming(b.add(s, step), b.block)
+    b.branch(header)
+    b.position_at_end(done)
 
 
 def _hidden(wi: dict, grp: list, lid: list) -> list:

@@ -218,6 +218,7 @@ class OpenCLDriver(Driver):
             global_mem_size=dev.global_mem_size, local_mem_size=dev.local_mem_size,
             aspects=frozenset(aspects), target=target, handle=dev,
             extra={"platform": platform, "platform_name": platform.name,
+                   "platform_vendor": platform.vendor, "platform_version": platform.version,
                    "il_version": il, "opencl_version": dev.version,
                    "extensions": frozenset(exts), "usm": usm_kind})
 

@@ -478,7 +478,7 @@ def _semantics(order: str, addrspace: int) -> ll.Constant:
 
 
 def _ptr_mangling(ptr: ll.Value, elem: str) -> str:
-    space = getattr(ptr.type, "addrspace", 0)
+    space = ptr.type.addrspace
     return f"PU3AS{space}{elem}" if space else f"P{elem}"
 
 
@@ -486,7 +486,7 @@ def _atomic_load_call(ctx, ptr, it: ll.IntType, order: str, scope: str) -> ll.Va
     m = _mangle_lltype(it)
     name = mangled("__spirv_AtomicLoad", _ptr_mangling(ptr, m) + "ii")
     args = [ptr, ll.Constant(lt.I32, SCOPE.get(scope, 1)),
-            _semantics(order, getattr(ptr.type, "addrspace", 0))]
+            _semantics(order, ptr.type.addrspace)]
     return _call(ctx, name, it, args)
 
 
@@ -510,7 +510,7 @@ def _lower_atomic_store(ctx, op):
     m = _mangle_lltype(it)
     name = mangled("__spirv_AtomicStore", _ptr_mangling(ptr, m) + "ii" + m)
     args = [ptr, ll.Constant(lt.I32, SCOPE.get(op.attrs["scope"], 1)),
-            _semantics(order, getattr(ptr.type, "addrspace", 0)), val]
+            _semantics(order, ptr.type.addrspace), val]
     _call(ctx, name, lt.VOID, args)
 
 
