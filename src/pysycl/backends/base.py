@@ -110,7 +110,12 @@ class Compiler(abc.ABC):
 
 
 class Driver(abc.ABC):
-    """Device access for one backend. Handles are opaque to the runtime."""
+    """Device access for one backend. Handles are opaque to the runtime.
+
+    Commands (``copy``, ``fill``, ``launch``) return a completion token with ``wait()``,
+    ``is_complete()`` (without blocking) and, on queues made with profiling,
+    ``profiling_ns() -> (submit, start, end)`` in nanoseconds, raising
+    ``exception(errc.profiling)`` when the times are not available."""
 
     name: str
 

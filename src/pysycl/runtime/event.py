@@ -27,10 +27,8 @@ STREAM, HOST, USER, BARRIER = 0, 1, 2, 3
 
 
 def _token_done(tok) -> bool:
-    """Whether a backend token finished, without waiting (the native CPU's token answers
-    ``done()``, the device backends' ``is_complete()``)."""
-    done = getattr(tok, "done", None) or getattr(tok, "is_complete", None)
-    return done is not None and done()
+    """Whether a backend token finished, without waiting (backends/base.py contract)."""
+    return tok.is_complete()
 
 
 class event:
@@ -116,10 +114,6 @@ class event:
                 t = tok_times()
             except exception:
                 return self._times[index]
-            # OpenCL tokens report the four cl_profiling_info points by name, CUDA tokens
-            # a (submit, start, end) tuple on the host clock.
-            if isinstance(t, dict):
-                t = (t["queued"], t["start"], t["end"])
             return int(t[index])
         return self._times[index]
 

@@ -73,7 +73,7 @@ class _Done:
     def wait(self) -> None:
         return None
 
-    def done(self) -> bool:
+    def is_complete(self) -> bool:
         return True
 
 

@@ -98,12 +98,13 @@ class OpenCLEvent:
     def is_complete(self) -> bool:
         return self.event.command_execution_status == cl.command_execution_status.COMPLETE
 
-    def profiling_ns(self) -> dict[str, int]:
-        """``queued``, ``submit``, ``start``, ``end`` in ns (queue made with profiling)."""
+    def profiling_ns(self) -> tuple[int, int, int]:
+        """(submit, start, end) in ns (queue made with profiling): SYCL's command_submit
+        is when the command was enqueued, OpenCL's CL_PROFILING_COMMAND_QUEUED."""
         self.wait()
         p = self.event.profile
         try:
-            return {"queued": p.queued, "submit": p.submit, "start": p.start, "end": p.end}
+            return (p.queued, p.start, p.end)
         except cl.Error as e:
             raise exception(errc.profiling, f"profiling information is not available: {e}") from None
 
