@@ -27,7 +27,9 @@ from . import stats
 
 #: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries.
 #: 2: native CPU fission clean-up, parallel work-item loops, plain local atomics.
-CODEGEN_ABI = 2
+#: 3: native CPU constant locals forwarded (literal spec-constant loops unroll), uniform
+#:    kernel loops run in strips of work-items (passes/strip_uniform_loops).
+CODEGEN_ABI = 3
 
 _overrides: dict[str, Any] = {}
 

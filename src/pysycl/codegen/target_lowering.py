@@ -9,11 +9,13 @@ wrapped into the symbol the driver calls.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from llvmlite import ir as ll
 
 from ..ir.core import Function, Op
+from ..ir.types import IndexSpaceType
 from . import types as lt
 from .context import RULES, LoweringContext, Rule
 
@@ -193,3 +195,42 @@ def with_syncscope(shared_rule: Rule) -> Rule:
         return result
     lower.__name__ = f"{shared_rule.__name__}_scoped"
     return lower
+
+
+def kernel_dims(fn: Function) -> int:
+    """The number of dimensions of the range a kernel is launched over: its ``dims``
+    attribute, else its index-space parameter, else the highest dimension it queries
+    (a ``single_task`` queries none and runs as a 1-d range of one)."""
+    if isinstance(fn.attrs.get("dims"), int):
+        return fn.attrs["dims"]
+    for p in fn.params:
+        if isinstance(p.type, IndexSpaceType) and p.type.dims:
+            return p.type.dims
+    used = [int(op.attrs["dim"]) for op in fn.walk()
+            if op.name.startswith("wi.") and op.attrs.get("dim") is not None]
+    return max(used, default=0) + 1
+
+
+@dataclasses.dataclass
+class WorkItemDims:
+    """``dims``: a Python int in kernels, the hidden i32 parameter in device functions."""
+
+    dims: int | ll.Value
+
+
+class DeviceDimsLowering(TargetLowering):
+    """Hooks for targets whose work-item builtins are per dimension and reversed
+    (SYCL's dimension d of a D-dimensional range is the device's axis D-1-d: SPIR-V,
+    PTX). A kernel knows D; a device function does not, so it takes D as a hidden i32
+    parameter that folds away once the function is inlined."""
+
+    def hidden_params(self, fn: Function) -> list[tuple[str, ll.Type]]:
+        return [] if fn.kind == "kernel" else [("__sycl_dims", lt.I32)]
+
+    def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
+        ctx.wi = WorkItemDims(kernel_dims(ctx.function) if ctx.function.kind == "kernel"
+                              else args[0])
+
+    def hidden_args(self, ctx: LoweringContext) -> list:
+        dims = ctx.wi.dims
+        return [ll.Constant(lt.I32, dims) if isinstance(dims, int) else dims]

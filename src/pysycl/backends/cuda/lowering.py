@@ -41,19 +41,18 @@ What differs from the shared rules, and why:
 """
 from __future__ import annotations
 
-import dataclasses
 
 from llvmlite import ir as ll
 
 from ...codegen import LoweringContext, TargetLowering, param_types
-from ...codegen.target_lowering import with_syncscope
+from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
                                      lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
 from ...codegen.rules_scalar import compare, scalar_of
 from ...errors import errc, exception
 from ...ir.core import Function, Op
-from ...ir.types import IndexSpaceType, LocalAccessorType, ScalarType, VecType
+from ...ir.types import LocalAccessorType, ScalarType, VecType
 from .target import LOCAL_MEMORY_SYMBOL, LaunchBounds, cuda_axis, ptx_symbol
 
 WARP = 32
@@ -74,15 +73,8 @@ LIBDEVICE_MATH = frozenset({"exp", "exp2", "log", "log2", "log10", "sin", "cos",
                             "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "atan2"})
 
 
-@dataclasses.dataclass
-class WorkItemState:
-    """``dims``: the number of dimensions, a Python int in kernels and an i32 value (the
-    hidden parameter) in device functions."""
 
-    dims: int | ll.Value
-
-
-class CudaLowering(TargetLowering):
+class CudaLowering(DeviceDimsLowering):
     name = "cuda"
     # target.py ADDRESS_SPACES, except private: allocas are made in address space 0 (the
     # data layout has no alloca space), and NVPTX infers the local space from them.
@@ -111,17 +103,6 @@ class CudaLowering(TargetLowering):
         })
 
     # Signatures --------------------------------------------------------------------------
-    def hidden_params(self, fn: Function):
-        return [] if fn.kind == "kernel" else [("__sycl_dims", lt.I32)]
-
-    def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
-        ctx.wi = WorkItemState(kernel_dims(ctx.function) if ctx.function.kind == "kernel"
-                               else args[0])
-
-    def hidden_args(self, ctx: LoweringContext) -> list:
-        dims = ctx.wi.dims
-        return [ll.Constant(lt.I32, dims) if isinstance(dims, int) else dims]
-
     def kernel_attributes(self, fn: Function, llfn: ll.Function) -> None:
         llfn.linkage = "internal"            # wrap_kernel makes the ptx_kernel entry
         llfn.attributes.add("alwaysinline")
@@ -280,19 +261,6 @@ class CudaLowering(TargetLowering):
 
 
 # Helpers -----------------------------------------------------------------------------------
-def kernel_dims(fn: Function) -> int:
-    """The number of dimensions of the range a kernel is launched over: its ``dims``
-    attribute, else its index-space parameter, else the highest dimension it queries
-    (a ``single_task`` queries none and runs as a 1-d range of one)."""
-    if isinstance(fn.attrs.get("dims"), int):
-        return fn.attrs["dims"]
-    for p in fn.params:
-        if isinstance(p.type, IndexSpaceType) and p.type.dims:
-            return p.type.dims
-    used = [int(op.attrs["dim"]) for op in fn.walk()
-            if op.name.startswith("wi.") and op.attrs.get("dim") is not None]
-    return max(used, default=0) + 1
-
 
 def _declare(ctx_or_module, name: str, ret: ll.Type, params: list) -> ll.Function:
     module = getattr(ctx_or_module, "llmodule", ctx_or_module)
@@ -530,6 +498,6 @@ def build_entry(lowering: CudaLowering, llmodule: ll.Module, fn: Function,
     return entry
 
 
-__all__ = ["CudaLowering", "WorkItemState", "build_entry", "entry_param_types",
-           "kernel_dims", "launch_bounds", "libdevice_call", "work_group_barrier",
+__all__ = ["CudaLowering", "build_entry", "entry_param_types",
+           "launch_bounds", "libdevice_call", "work_group_barrier",
            "SYNC_SCOPES", "LIBDEVICE_MATH", "ScalarType"]

@@ -45,18 +45,17 @@ What differs from the shared rules, and why (shared/reference/llvm-backends.md Â
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from llvmlite import ir as ll
 
-from ...codegen import LoweringContext, TargetLowering, param_types
-from ...codegen.target_lowering import with_syncscope
+from ...codegen import LoweringContext, param_types
+from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
-from ...ir.types import (AccessorType, ArrayType, IndexSpaceType, LocalAccessorType, ScalarType,
+from ...ir.types import (AccessorType, ArrayType, LocalAccessorType, ScalarType,
                          StructType, Type, VecType)
 
 EXTENSIONS_METADATA = "pysycl.spirv.extensions"
@@ -111,14 +110,8 @@ def mangled(name: str, args: str) -> str:
     return f"_Z{len(name)}{name}{args}"
 
 
-@dataclasses.dataclass
-class WorkItemState:
-    """``dims``: a Python int in kernels, the hidden i32 parameter in device functions."""
 
-    dims: int | ll.Value
-
-
-class OpenClLowering(TargetLowering):
+class OpenClLowering(DeviceDimsLowering):
     name = "opencl"
     # target.py ADDRESS_SPACES (OpenCL flavour of SPIR-V).
     addrspaces = {"private": 0, "global": 1, "constant": 2, "local": 3, "generic": 4}
@@ -138,18 +131,10 @@ class OpenClLowering(TargetLowering):
         })
 
     # Signatures ----------------------------------------------------------------------------
-    def hidden_params(self, fn: Function):
-        return [] if fn.kind == "kernel" else [("__sycl_dims", lt.I32)]
-
     def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
-        ctx.wi = WorkItemState(kernel_dims(ctx.function) if ctx.function.kind == "kernel"
-                               else args[0])
+        super().bind_hidden(ctx, args)
         if ctx.function.kind == "kernel":
             _assume_sizes_non_negative(ctx)
-
-    def hidden_args(self, ctx: LoweringContext) -> list:
-        dims = ctx.wi.dims
-        return [ll.Constant(lt.I32, dims) if isinstance(dims, int) else dims]
 
     def kernel_attributes(self, fn: Function, llfn: ll.Function) -> None:
         llfn.calling_convention = "spir_kernel"
@@ -255,19 +240,6 @@ class OpenClLowering(TargetLowering):
 
 
 # Helpers --------------------------------------------------------------------------------
-def kernel_dims(fn: Function) -> int:
-    """The number of dimensions of the kernel's range: its ``dims`` attribute, else its
-    index-space parameter, else the highest dimension it queries (``single_task`` runs as a
-    1-d range of one)."""
-    if isinstance(fn.attrs.get("dims"), int):
-        return fn.attrs["dims"]
-    for p in fn.params:
-        if isinstance(p.type, IndexSpaceType) and p.type.dims:
-            return p.type.dims
-    used = [int(op.attrs["dim"]) for op in fn.walk()
-            if op.name.startswith("wi.") and op.attrs.get("dim") is not None]
-    return max(used, default=0) + 1
-
 
 def _assume_sizes_non_negative(ctx) -> None:
     """``llvm.assume(x >= 0)`` in the entry block for every accessor range and offset
@@ -665,7 +637,7 @@ def lowering_for(target) -> OpenClLowering:
     return OpenClLowering(target)
 
 
-__all__ = ["OpenClLowering", "WorkItemState", "kernel_dims", "kernel_metadata", "mangled",
+__all__ = ["OpenClLowering", "kernel_metadata", "mangled",
            "opencl_math", "opencl_order", "require_extension", "required_extensions",
            "spec_constant", "control_barrier", "SCOPE", "SYNC_SCOPES", "BARRIER_SEMANTICS",
            "EXTENSIONS_METADATA", "FLOAT_ATOMIC_ADD", "const"]
