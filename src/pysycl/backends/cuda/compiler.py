@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import json
 import os
-import pickle
+import struct
 import subprocess
 import sys
 import threading
@@ -199,25 +200,43 @@ def compile_ptx(llvm_ir: str, kernel_names: Sequence[str], cpu: str, features: s
 
 
 # -- the worker process -----------------------------------------------------------------
+def _send(stream, message) -> None:
+    """One message: a little-endian u64 length, then UTF-8 JSON (plain data only, so
+    neither side ever deserialises code or objects from the other)."""
+    data = json.dumps(message).encode()
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def _recv(stream):
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("the compile worker closed its pipe")
+    (size,) = struct.unpack("<Q", head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the compile worker closed its pipe mid-message")
+    return json.loads(data)
+
+
 def _worker_main() -> None:
-    """Loop of the compile worker: pickled requests on stdin, pickled replies on a private
-    copy of stdout (fd 1 is pointed at stderr so stray prints cannot break the stream)."""
+    """Loop of the compile worker: requests on stdin, replies on a private copy of stdout
+    (fd 1 is pointed at stderr so stray prints cannot break the stream)."""
     reply = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     while True:
         try:
-            args, kwargs = pickle.load(requests)
+            kwargs = _recv(requests)
         except EOFError:
             return
         try:
-            result = ("ok", compile_ptx(*args, **kwargs))
+            result = ("ok", compile_ptx(**kwargs))
         except exception as e:
             result = ("err", e.code().name, str(e))
         except Exception as e:  # noqa: BLE001 - anything else is still a build failure
             result = ("err", "build", f"{type(e).__name__}: {e}")
-        pickle.dump(result, reply)
-        reply.flush()
+        _send(reply, result)
 
 
 class _Worker:
@@ -250,10 +269,9 @@ class _Worker:
                 self._proc = self._start()
             proc, mark = self._proc, self._lines
             try:
-                pickle.dump(((), kwargs), proc.stdin)
-                proc.stdin.flush()
-                result = pickle.load(proc.stdout)
-            except (EOFError, OSError, pickle.UnpicklingError):
+                _send(proc.stdin, kwargs)
+                result = _recv(proc.stdout)
+            except (EOFError, OSError, ValueError):
                 rc = proc.wait()
                 self._proc = None
                 threading.Event().wait(0.05)   # let the drain thread take the last lines
