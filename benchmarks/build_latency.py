@@ -63,10 +63,12 @@ _NUMBA = textwrap.dedent(r'''
 ''')
 
 
-def _run(code: str, env: dict, *args: str) -> dict:
+def _run(code: str, env: dict, *args: str, script_dir: str | None = None) -> dict:
     # Kernels are compiled from their source file, so the probe must be a file (not -c).
+    # A disk-cache hit needs the same file in the same place: kernels carry their source
+    # locations, which are part of the cache key.
     with tempfile.TemporaryDirectory() as d:
-        script = os.path.join(d, "probe.py")
+        script = os.path.join(script_dir or d, "probe.py")
         with open(script, "w", encoding="utf-8") as f:
             f.write(code)
         out = subprocess.run([sys.executable, script, *args], env=env, capture_output=True,
@@ -114,10 +116,10 @@ def measure(q, runs: int = 3) -> list[Measurement]:
     try:
         colds, warms = [], []
         for i in range(runs + 1):
-            with tempfile.TemporaryDirectory() as cache:
+            with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as src:
                 env = dict(base, PYSYCL_CACHE_DIR=cache, PYSYCL_DEVICE_SELECTOR=selector)
-                cold = _run(_PROBE, env)
-                warm = _run(_PROBE, env)
+                cold = _run(_PROBE, env, script_dir=src)
+                warm = _run(_PROBE, env, script_dir=src)
             if i:   # the first pair writes bytecode caches: not counted
                 colds.append(cold)
                 warms.append(warm)
