@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+try:   # SciPy is an optional peer
+    from scipy import ndimage, signal
+except ImportError:
+    ndimage = signal = None
+
 import pysycl as sycl
 
 from . import kernels as K
@@ -102,6 +107,11 @@ def conv3x3(report: Report, q, n: int, opencl_ctx=None) -> None:
         nout = np.empty_like(img)
         report.run(wl, dev, "numba parallel",
                    lambda: (peers_numba.conv3x3(img, coeff, nout), nout)[1], expected)
+    if _backend(q) == "native_cpu" and ndimage is not None:
+        sout = np.empty_like(img)
+        report.run(wl, dev, "scipy.ndimage.correlate",
+                   lambda: ndimage.correlate(img, coeff, output=sout, mode="constant"),
+                   expected)
     if _backend(q) == "opencl" and opencl_ctx is not None:
         _opencl_conv(report, wl, dev, opencl_ctx, img, coeff, expected)
     _copy_floor(report, wl, dev, img)
@@ -185,6 +195,10 @@ def fir(report: Report, q, n: int, taps_counts=(7, 16, 33), opencl_ctx=None) -> 
             report.run(wl, dev, "numba parallel",
                        lambda: (peers_numba.fir(x, taps, ny, ntaps), ny)[1], expected,
                        rtol=1e-3, atol=1e-3)
+        if _backend(q) == "native_cpu" and signal is not None:
+            report.run(wl, dev, "scipy.signal.correlate",
+                       lambda: signal.correlate(x, taps, mode="valid", method="direct")[:n],
+                       expected, rtol=1e-3, atol=1e-3)
         if _backend(q) == "opencl" and opencl_ctx is not None:
             _opencl_fir(report, wl, dev, opencl_ctx, x, taps, n, ntaps, expected)
         report.flush()
