@@ -163,6 +163,21 @@ class nd_item:
         return index_annotation("nd_item", dims)
 
 
+class group:
+    """``sycl.group[D]``: the work-group an ``nd_item`` belongs to (``nd.get_group()``),
+    as an annotation."""
+
+    def __class_getitem__(cls, dims):
+        return index_annotation("group", dims)
+
+
+class sub_group:
+    """``sycl.sub_group``: the sub-group of an ``nd_item`` (``nd.get_sub_group()``)."""
+
+    def __class_getitem__(cls, dims):
+        return index_annotation("sub_group", dims)
+
+
 class local_accessor_type:
     def __class_getitem__(cls, params):
         return local_accessor_annotation(params)
