@@ -164,6 +164,8 @@ class NativeCpuDriver(Driver):
     # so the runtime never needs to look at a stream's order; say False so it always
     # checks tokens instead of assuming one.
     streams_in_order = False
+    # Set once the executor is warmed up (create_stream).
+    _warm = False
 
     def discover(self) -> list[DeviceDescription]:
         n = config.num_threads()
@@ -223,8 +225,26 @@ class NativeCpuDriver(Driver):
         program.launch(kernel_name, global_size, local_size, args, offset)
         return DONE
 
+    def bind_launch(self, stream, program, kernel_name: str, trailing: KernelArg):
+        """:meth:`launch` of one kernel with everything looked up once:
+        ``launch(global_size, local_size, args, local_mem_bytes)`` (the queue's fast path;
+        ``args`` is a fresh list, ``trailing`` the spec-constant buffer is appended)."""
+        run = program.launch
+
+        def bound(global_size, local_size, args, local_mem_bytes=0):
+            args.append(trailing)
+            run(kernel_name, global_size, local_size, args)
+            return DONE
+        return bound
+
     # Streams --------------------------------------------------------------------------
     def create_stream(self, device: DeviceDescription, profiling: bool) -> NativeCpuStream:
+        if not self._warm:
+            # Device initialisation: the LLJIT and executor are made once, here, so the
+            # first launch (a disk-cache hit above all) only adds its object.
+            from pysycl.backends.native_cpu import executor
+            executor.warm_up()
+            self._warm = True
         return NativeCpuStream(device, profiling)
 
     def synchronize(self, stream) -> None:

@@ -15,9 +15,13 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
-import queue
 import threading
 from typing import Any, Sequence
+
+try:   # the C type itself: ``queue`` would import heapq & co. (warm start, first launch)
+    from _queue import SimpleQueue
+except ImportError:  # pragma: no cover - other implementations
+    from queue import SimpleQueue
 
 import llvmlite.binding as llvm
 
@@ -63,6 +67,16 @@ def _lljit() -> llvm.LLJIT:
             _init_llvm()
             _jit = llvm.create_lljit_compiler(host_target_machine())
         return _jit
+
+
+def warm_up() -> None:
+    """Create the process's LLJIT and executor ahead of the first load (the native
+    driver calls this when it creates a queue's stream): the first launch of a kernel
+    from the disk cache then only adds its object."""
+    if _jit is None:
+        _lljit()
+    if _default is None:
+        default_executor()
 
 
 class NativeProgram:
@@ -247,12 +261,21 @@ class WorkerPool:
     def __init__(self, n: int | None = None):
         self.n = max(1, n or config.num_threads())
         self._arena = _Arena()
-        self._queues = [queue.SimpleQueue() for _ in range(self.n - 1)]
-        for i, q in enumerate(self._queues):
-            threading.Thread(target=self._work, args=(q,), daemon=True,
-                             name=f"pysycl-native-{i}").start()
+        # Started by the first launch that needs them: small launches run inline.
+        self._queues: list | None = None
+        self._start_lock = threading.Lock()
 
-    def _work(self, q: queue.SimpleQueue):
+    def _start(self) -> list:
+        with self._start_lock:
+            if self._queues is None:
+                queues = [SimpleQueue() for _ in range(self.n - 1)]
+                for i, q in enumerate(queues):
+                    threading.Thread(target=self._work, args=(q,), daemon=True,
+                                     name=f"pysycl-native-{i}").start()
+                self._queues = queues
+            return self._queues
+
+    def _work(self, q: SimpleQueue):
         while True:
             job = q.get()
             try:
@@ -286,10 +309,11 @@ class WorkerPool:
         if items >= DYNAMIC_ITEMS:
             chunks = min(ngroups, workers * CHUNKS_PER_THREAD)
         bounds = [ngroups * i // chunks for i in range(chunks + 1)]
-        done: queue.SimpleQueue = queue.SimpleQueue()
+        done = SimpleQueue()
         job = (fn, argv, words, bounds, itertools.count(), local, done)
+        queues = self._queues or self._start()
         for i in range(workers - 1):
-            self._queues[i].put(job)
+            queues[i].put(job)
         error = None
         try:
             self._drain(job)
