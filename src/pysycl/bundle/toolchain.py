@@ -29,7 +29,8 @@ from . import stats
 #: 2: native CPU fission clean-up, parallel work-item loops, plain local atomics.
 #: 3: native CPU constant locals forwarded (literal spec-constant loops unroll), uniform
 #:    kernel loops run in strips of work-items (passes/strip_uniform_loops).
-CODEGEN_ABI = 3
+#: 4: native CPU fission keeps small constant loops inside the work-item loop (matmul).
+CODEGEN_ABI = 4
 
 _overrides: dict[str, Any] = {}
 

@@ -17,7 +17,10 @@ barriers may run in any interleaving):
 3. **Loop interchange.** A region that is one ``for`` loop with uniform bounds whose
    variable is not assigned in the body becomes a group-level loop around a region:
    ``for k: for item: body`` instead of ``for item: for k: body``, so the innermost loop
-   runs over work-items (contiguous accesses, vectorisable), as in a tiled matmul.
+   runs over work-items (contiguous accesses, vectorisable). Not for a small constant
+   loop without inner loops (a tiled matmul's ``for k in range(TILE)``): LLVM unrolls it
+   fully, which leaves the work-item loop innermost with the loop-carried vars in
+   registers.
 4. **Uniform regions.** A region made only of uniform pure ops and stores to group vars
    runs once at group level instead of once per item (a ``while`` condition).
 
@@ -249,6 +252,8 @@ def _interchange_items(f: Function, items: Op) -> list[Op] | None:
     if not body or body[-1].name != "for":
         return None
     loop = body[-1]
+    if _unrolls_flat(loop):
+        return None
     var = loop.attrs["var"]
     own = [p for p in body[:-1] if p.name == "var" and p.attrs.get("name") == var]
     pre = [p for p in body[:-1] if p not in own]
@@ -272,6 +277,19 @@ def _interchange_items(f: Function, items: Op) -> list[Op] | None:
     nested = _interchange_items(f, inner)
     loop.regions[0] = Region(nested if nested is not None else [inner])
     return pre + [loop]
+
+
+def _unrolls_flat(loop: Op) -> bool:
+    """A small constant loop with no loop inside: LLVM unrolls it fully
+    (``llvm.loop.unroll.full``), so left inside the region the work-item loop is innermost
+    anyway, and values carried across its iterations (a matmul's ``acc``) stay in
+    registers: one load and store of the per-item slot per region, not per iteration.
+    Tiled matmul (1024^2, 16x16 tiles, ``for k in range(TILE)``, 2 threads): about
+    1.5-1.7x Numba parallel interchanged, about 0.8-1.0x kept inside."""
+    from pysycl.codegen.rules_control import full_unroll_wanted
+    if not full_unroll_wanted(loop):
+        return False
+    return not any(o.name in ("for", "while") for o in loop.regions[0].walk())
 
 
 def _has_terminator(ops) -> bool:

@@ -220,3 +220,49 @@ def test_strip_pass_marks_uniform_loops_only():
     m, fn = _loop_kernel(bound_from_var=False, stores_in_body=True)
     strip_uniform_loops(m)
     assert "wi_strip" not in fn.attrs
+
+
+MM_TILE = 8
+
+
+@sycl.kernel
+def matmul_tiled(nd: sycl.nd_item[2], a: sycl.global_ptr[f32], b: sycl.global_ptr[f32],
+                 c: sycl.global_ptr[f32], n: np.int64,
+                 ta: sycl.local_accessor[f32, 2], tb: sycl.local_accessor[f32, 2]):
+    row = nd.get_global_id(0)
+    col = nd.get_global_id(1)
+    lr = nd.get_local_id(0)
+    lc = nd.get_local_id(1)
+    acc = f32(0)
+    for t in range(n // MM_TILE):
+        ta[lr, lc] = a[row * n + t * MM_TILE + lc]
+        tb[lr, lc] = b[(t * MM_TILE + lr) * n + col]
+        sycl.group_barrier(nd.get_group())
+        for k in range(MM_TILE):
+            acc += ta[lr, k] * tb[k, lc]
+        sycl.group_barrier(nd.get_group())
+    c[row * n + col] = acc
+
+
+def test_tiled_matmul_keeps_the_constant_loop_in_the_item_loop():
+    """fission_uniform leaves ``for k in range(MM_TILE)`` (fully unrolled) inside the
+    work-item loop: one vectorised block holds all MM_TILE products, ``acc`` in a
+    register, instead of MM_TILE item loops each loading and storing ``acc``."""
+    q = _queue()
+    opt = NativeCpuCompiler().optimized_ir(_llvm(q, matmul_tiled, "literal"))
+    blocks = opt.split("\n\n")
+    fmuls = max(len(re.findall(r"fmul <(?:4|8|16) x float>", blk)) for blk in blocks)
+    assert fmuls >= MM_TILE, "k loop not unrolled inside the vectorised work-item loop"
+    n = 4 * MM_TILE
+    rng = np.random.default_rng(3)
+    a, b, c = (sycl.malloc_shared((n, n), f32, q) for _ in range(3))
+    np.asarray(a)[...] = rng.standard_normal((n, n))
+    np.asarray(b)[...] = rng.standard_normal((n, n))
+    q.submit(lambda h: h.parallel_for(
+        sycl.nd_range(sycl.range(n, n), sycl.range(MM_TILE, MM_TILE)), matmul_tiled, a, b, c,
+        np.int64(n), h.local_accessor(f32, (MM_TILE, MM_TILE)),
+        h.local_accessor(f32, (MM_TILE, MM_TILE)))).wait()
+    np.testing.assert_allclose(np.asarray(c), np.asarray(a) @ np.asarray(b), rtol=1e-4,
+                               atol=1e-4)
+    for p in (a, b, c):
+        sycl.free(p, q)
