@@ -347,9 +347,10 @@ def _mark_parallel_accesses(blocks, group) -> None:
                 inst.set_metadata("llvm.access.group", group)
 
 
-def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body, loop_md=None) -> None:
-    """``for i in [lo, hi): body(i)`` with an i64 induction variable (the canonical form
-    LLVM's loop vectoriser wants); ``body`` emits at the builder's position."""
+def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body, loop_md=None, step=None) -> None:
+    """``for i in range(lo, hi, step): body(i)`` (step 1 by default) with an i64 induction
+    variable, the canonical form LLVM's loop vectoriser wants; ``body`` emits at the
+    builder's position."""
     fn = b.block.function
     pre = b.block
     header, blk, done = (fn.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
@@ -361,7 +362,7 @@ def counted_loop(b: ll.IRBuilder, lo, hi, name: str, body, loop_md=None) -> None
     b.position_at_end(blk)
     body(i)
     if not b.block.is_terminated:
-        i.add_incoming(b.add(i, _ONE), b.block)
+        i.add_incoming(b.add(i, _ONE if step is None else step), b.block)
         br = b.branch(header)
         if loop_md is not None:
             br.set_metadata("llvm.loop", loop_md)
@@ -519,28 +520,11 @@ def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission,
                     lid[d] = s
                     b.call(kernel, params + _hidden(wi, grp, lid) +
                            [_smin(b, b.add(s, w), hi[d])])
-                _strided_loop(b, hi[d], w, f"strip{d}", per_strip)
+                counted_loop(b, _ZERO, hi[d], f"strip{d}", per_strip, step=w)
                 return
             counted_loop(b, _ZERO, hi[d], f"item{d}", body)
         nest(0)
     counted_loop(b, gbegin, gend, "group", per_group)
-
-
-def _strided_loop(b, hi, step, name: str, body) -> None:
-    """``for s in range(0, hi, step): body(s)``."""
-    fn = b.block.function
-    pre = b.block
-    header, blk, done = (fn.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
-    b.branch(header)
-    b.position_at_end(header)
-    s = b.phi(lt.I64, name=name)
-    s.add_incoming(_ZERO, pre)
-    b.cbranch(b.icmp_signed("<", s, hi), blk, done)
-    b.position_at_end(blk)
-    body(s)
-    s.add_incoming(b.add(s, step), b.block)
-    b.branch(header)
-    b.position_at_end(done)
 
 
 def _hidden(wi: dict, grp: list, lid: list) -> list:
