@@ -118,6 +118,14 @@ class Driver(abc.ABC):
     ``exception(errc.profiling)`` when the times are not available."""
 
     name: str
+    #: ``launch`` takes ``offset=`` (a SYCL 1.2.1 global offset); others raise
+    #: ``errc.feature_not_supported`` for a non-zero one.
+    supports_global_offset: bool = False
+
+    def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
+        """A driver context over ``devices`` for a user-made ``sycl.context``; None where
+        the backend has one implicit context per device (native CPU, CUDA's primary)."""
+        return None
 
     @abc.abstractmethod
     def discover(self) -> list[DeviceDescription]:

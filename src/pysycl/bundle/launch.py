@@ -18,7 +18,6 @@ Threads asking for one key at once build it once.
 """
 from __future__ import annotations
 
-import inspect
 import threading
 from typing import Any, Mapping, Sequence
 
@@ -235,18 +234,10 @@ class Launcher:
         else:
             sig = self._signature(kid, fn)
         self.signature = sig
-        self.params = tuple(getattr(sig, "params", ()) or ())
-        self.index_kind = getattr(sig, "index_kind", None)
-        self.dims = getattr(sig, "dims", None)
-        props = dict(fn.properties)
-        self.properties = props
-        self.reqd_work_group_size = _ints(props.get("sycl-work-group-size"))
-        self.work_group_size_hint = _ints(props.get("sycl-work-group-size-hint"))
-        self.max_work_group_size = _ints(props.get("sycl-max-work-group-size"))
-        mlin = _ints(props.get("sycl-max-linear-work-group-size"))
-        self.max_linear_work_group_size = mlin[0] if mlin else None
-        sg = _ints(props.get("sycl-sub-group-size"))
-        self.sub_group_size = sg[0] if sg else None
+        self.params = tuple(sig.params)
+        self.index_kind = sig.index_kind
+        self.dims = sig.dims
+        self._set_properties(dict(fn.properties))
         self.local_mem_static = int(fn.attrs.get("local_mem_static", 0) or 0)
         ids = image.spec_ids
         mode = image.spec_constant_lowering
@@ -255,8 +246,6 @@ class Launcher:
         self._native_values = (ids.native_values(values) if (ids is not None and mode == "native")
                                else None)
         self._driver = toolchain.driver_for(device)
-        params = inspect.signature(self._driver.launch).parameters
-        self._offset_kw = "offset" if "offset" in params else None
         self._spec_mem = None
         self._spec_kernel_arg = None
         self._spec_lock = threading.Lock()
@@ -286,6 +275,10 @@ class Launcher:
         if why is not None:
             raise exception(errc.kernel_not_supported,
                             f"kernel {self.kernel_id.get_name()} cannot run: {why}")
+        self._set_properties(props)
+
+    def _set_properties(self, props: dict[str, str]) -> None:
+        """The kernel's properties (meta name -> value) and the sizes decoded from them."""
         self.properties = props
         self.reqd_work_group_size = _ints(props.get("sycl-work-group-size"))
         self.work_group_size_hint = _ints(props.get("sycl-work-group-size-hint"))
@@ -379,12 +372,12 @@ class Launcher:
             for inst in self._dg_launch:
                 inst.before_launch(program, self._driver, stream)
         if offset is not None and any(offset):
-            if self._offset_kw is None:
+            if not self._driver.supports_global_offset:
                 raise exception(errc.feature_not_supported,
                                 "this device's driver takes no global offset")
             return self._driver.launch(stream, program, self.kernel_name, global_size,
                                        local_size, args, local_mem_bytes,
-                                       **{self._offset_kw: tuple(offset)})
+                                       offset=tuple(offset))
         return self._driver.launch(stream, program, self.kernel_name, global_size,
                                    local_size, args, local_mem_bytes)
 

@@ -421,13 +421,12 @@ class Packer:
 _packers: dict[int, tuple] = {}
 
 
-def packer_for(launcher, kernel_name: str | None = None) -> Packer:
-    """The cached :class:`Packer` of ``launcher`` (keyed by the launcher object)."""
+def packer_for(launcher) -> Packer:
+    """The cached :class:`Packer` of a ``bundle.launch.Launcher`` (keyed by the object)."""
     entry = _packers.get(id(launcher))
     if entry is not None and entry[0] is launcher:
         return entry[1]
-    name = kernel_name or getattr(launcher, "name", None) or "kernel"
-    packer = Packer(launcher.params, name, getattr(launcher, "index_kind", None),
-                    getattr(launcher, "dims", None))
+    packer = Packer(launcher.params, launcher.kernel_id.get_name(), launcher.index_kind,
+                    launcher.dims)
     _packers[id(launcher)] = (launcher, packer)
     return packer

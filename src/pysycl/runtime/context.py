@@ -41,8 +41,7 @@ class context:
         self._devices = devices
         self._driver = devices[0].driver
         self._is_default = False
-        create = getattr(self._driver, "create_context", None)
-        self._handle = create([d._desc for d in devices]) if create is not None else None
+        self._handle = self._driver.create_context([d._desc for d in devices])
 
     @classmethod
     def _default_for(cls, dev: device) -> "context":

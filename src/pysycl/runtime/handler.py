@@ -89,12 +89,6 @@ def _as_events(events) -> list:
     return out
 
 
-def _kernel_name(launcher, kernel) -> str:
-    """The SYCL name of the launched kernel, for messages (``kernel``: what the user
-    passed; the launcher already knows it)."""
-    return launcher.kernel_id.get_name()
-
-
 class handler:
     """Given to a command-group function by ``q.submit(cgf)``."""
 
@@ -163,7 +157,7 @@ class handler:
         q = self._queue
         spec = self._spec_for_launch(kernel, args) if args else self._spec
         launcher = q._launcher(kernel, self._bundle, self._image_selector, spec, properties)
-        packer = args_mod.packer_for(launcher, _kernel_name(launcher, kernel))
+        packer = args_mod.packer_for(launcher)
         name, index_kind, dims = packer.kernel, packer.index_kind, packer.dims
         if what == "parallel_for":
             if index_kind == "nd_item" and l is None:

@@ -20,7 +20,7 @@ import threading
 from ..errors import errc, exception
 from .context import context as context_cls
 from .device import device as device_cls
-from .event import (BARRIER, STREAM, _token_done, complete, event, issued_event,
+from .event import (STREAM, _token_done, complete, event, issued_event,
                     new_event, set_token)
 from .handler import handler
 from .ranges import nd_range as nd_range_cls
@@ -399,10 +399,9 @@ class _FastLaunch:
 
     def __init__(self, q, kernel, launcher):
         from . import args as args_mod
-        from .handler import _kernel_name
         self.q = q
         self.launcher = launcher
-        self.packer = args_mod.packer_for(launcher, _kernel_name(launcher, kernel))
+        self.packer = args_mod.packer_for(launcher)
         self.cgh = handler(q)   # packers read cgh._queue; never holds a command
         self.index_kind = self.packer.index_kind
         self.dims = self.packer.dims

@@ -159,6 +159,8 @@ def _target() -> Target:
 class NativeCpuDriver(Driver):
     """One device: this machine's CPU. Always present."""
 
+    supports_global_offset = True   # the executor's launch words carry the offset
+
     name = "native_cpu"
     # Every command finishes before its driver call returns (memmove, executor launch),
     # so the runtime never needs to look at a stream's order; say False so it always
