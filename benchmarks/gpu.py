@@ -11,6 +11,10 @@
 3. Launch overhead: asynchronous ``q.parallel_for`` of a tiny kernel with two USM
    pointers, amortised over 10,000 launches, against CuPy ``RawKernel``.
 4. FIR filter: the tap count as a literal spec constant against a runtime argument.
+5. Build latency in fresh processes (``benchmarks/build_latency.py`` on the GPU): cold
+   build, a new spec-constant value set, a disk-cache hit; against Triton's recompile
+   for a new ``tl.constexpr`` value and CuPy's NVRTC compile of a RawKernel for a new
+   ``-D`` value, each with an empty cache of its own.
 
 Every output is checked against NumPy before its time is reported (a wrong answer is
 reported as WRONG, never timed). GPU times are the best of a few rounds of ``reps``
@@ -499,6 +503,72 @@ def bench_fir(t: Table, q, n: int, taps_counts=(7, 16, 33)) -> dict:
     return res
 
 
+_TRITON_BUILD = r'''
+import json, os, sys, tempfile, time
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()   # cold: nothing compiled before
+import torch, triton, triton.language as tl
+
+@triton.jit
+def scale(x, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(x + i, tl.load(x + i, mask=m) * K, mask=m)
+
+x = torch.ones(1024, device="cuda")
+torch.cuda.synchronize()
+def call(k):
+    t0 = time.perf_counter()
+    scale[(1,)](x, 1024, K=k, BLOCK=1024)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+first = call(4)
+new = call(5)
+old = call(4)
+print(json.dumps({"first": first, "new_value": new, "old_value": old}))
+'''
+
+_CUPY_BUILD = r'''
+import json, os, tempfile, time
+os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp()
+os.environ["CUPY_CACHE_IN_MEMORY"] = "0"
+import cupy as cp
+SRC = 'extern "C" __global__ void scale(float* x) { x[threadIdx.x] *= K; }'
+x = cp.ones(1024, cp.float32)
+cp.cuda.Device().synchronize()
+def call(k):
+    t0 = time.perf_counter()
+    cp.RawKernel(SRC, "scale", options=(f"-DK={k}",))((1,), (1024,), (x,))
+    cp.cuda.Device().synchronize()
+    return time.perf_counter() - t0
+first = call(4)
+new = call(5)
+print(json.dumps({"first": first, "new_value": new}))
+'''
+
+
+def bench_build(t: Table, q) -> dict:
+    """Build latency on the GPU, every figure from fresh interpreters (medians of 3)."""
+    import os
+    from . import build_latency as B
+    res = {}
+    for m in B.measure(q):
+        res[m.workload] = t.add(m.workload, m.impl, m.seconds, m.ok, m.note)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for name, code, keys in (("triton", _TRITON_BUILD, ("first", "new_value", "old_value")),
+                             ("cupy", _CUPY_BUILD, ("first", "new_value"))):
+        try:
+            r = B._median_runs(code, env, 3)
+        except Exception as e:  # noqa: BLE001 - a missing peer is reported, not fatal
+            t.add(f"build: {name}", name, None, False, str(e).splitlines()[-1][:120])
+            continue
+        labels = {"first": "first call (cold compile)",
+                  "new_value": "new constexpr / -D value (recompile)",
+                  "old_value": "earlier value again"}
+        for k in keys:
+            res[f"{name} {k}"] = t.add(f"build: {labels[k]}", name, r[k])
+    return res
+
+
 def _ratio(a, b):
     if not a or not b or a.get("seconds") is None or b.get("seconds") is None:
         return None
@@ -509,7 +579,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
     ap.add_argument("--json", default="gpu_bench.json")
-    ap.add_argument("--only", default="conv,saxpy,launch,fir")
+    ap.add_argument("--only", default="conv,saxpy,launch,fir,build")
     args = ap.parse_args(argv)
     gpus = [d for d in sycl.device.get_devices() if d.backend.name == "cuda"]
     if not gpus:
@@ -569,6 +639,11 @@ def main(argv=None) -> int:
         for key in sorted({k[0] for k in f}):
             summary[f"fir_{key}_taps_literal_over_arg"] = _ratio(f[(key, "spec")],
                                                                 f[(key, "arg")])
+    if "build" in only:
+        b = bench_build(t, q)
+        ours = b.get("build: new spec-constant value set")
+        summary["build_new_value_pysycl_over_triton_constexpr"] = _ratio(ours, b.get("triton new_value"))
+        summary["build_new_value_pysycl_over_cupy_define"] = _ratio(ours, b.get("cupy new_value"))
     print("\n| workload | implementation | time (us) | ok |\n|---|---|---|---|")
     for r in t.rows:
         sec = f"{r['seconds'] * 1e6:.2f}" if r["seconds"] is not None else "-"

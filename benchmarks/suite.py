@@ -447,5 +447,6 @@ def restrict(report: Report, q, quick: bool = False) -> None:
             return np.asarray(do)
         report.run(wl, dev, impl, run, expected, is_pysycl=k is B.lut_restrict, repeat=15,
                    rtol=1e-6, atol=0)
+    report.flush()   # timed before the memory goes
     for p in (dx, dix, dlut, do):
         sycl.free(p, q)

@@ -11,7 +11,7 @@ without LLVM or a device. Backends are reached only through ``backends.registry`
 from __future__ import annotations
 
 import functools
-import platform
+import os
 import sys
 from typing import Any, Sequence
 
@@ -209,8 +209,21 @@ def disassemble(target, binary: bytes) -> str:
 
 @functools.cache
 def llvm_version() -> str:
-    import llvmlite.binding as llvm
-    return ".".join(map(str, llvm.llvm_version_info))
+    """The LLVM that makes our code: llvmlite's version and the size of the LLVM library
+    it ships. Read from the files, not from ``llvmlite.binding``: importing (and so
+    loading) LLVM costs ~35 ms, which a disk-cache hit of a GPU image never needs."""
+    import llvmlite
+    lib_dir = os.path.join(os.path.dirname(llvmlite.__file__), "binding")
+    try:
+        libs = sorted(n for n in os.listdir(lib_dir) if "llvmlite" in n and
+                      n.rsplit(".", 1)[-1] in ("so", "dylib", "dll"))
+    except OSError:
+        libs = []
+    if not libs:   # an unusual layout: ask LLVM itself
+        import llvmlite.binding as llvm
+        return "llvm " + ".".join(map(str, llvm.llvm_version_info))
+    sizes = ",".join(str(os.path.getsize(os.path.join(lib_dir, n))) for n in libs)
+    return f"llvmlite {llvmlite.__version__}; {sizes}"
 
 
 @functools.cache
@@ -226,4 +239,4 @@ def pysycl_version() -> str:
     frontend may differ between Pythons). Not ``importlib.metadata``: importing it
     costs ~50 ms, most of a cold build."""
     from .. import __version__
-    return f"{__version__}+py{platform.python_version()}"
+    return f"{__version__}+py{'.'.join(map(str, sys.version_info[:3]))}"
