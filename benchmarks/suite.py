@@ -263,23 +263,102 @@ def saxpy(report: Report, q, n: int) -> None:
 
 
 def launch_overhead(report: Report, q, launches: int = 10_000) -> None:
+    """An empty kernel over range(1) with two USM arguments: submit + wait, and a burst
+    of asynchronous launches then one wait. On an OpenCL device the OpenCL C peer runs
+    on the same device, interleaved with pysycl (the load of this shared machine changes
+    within seconds): with ``cl.Buffer`` arguments, and with the same USM arguments set by
+    ``clSetKernelArgMemPointerINTEL`` (the Intel runtime's enqueue costs more with USM
+    arguments; that row is the floor pysycl's USM launches can reach)."""
     dev = device_label(q.get_device())
     a = sycl.malloc_shared((16,), np.float32, q)
     b = sycl.malloc_shared((16,), np.float32, q)
     q.parallel_for(sycl.range(1), K.empty, a, b).wait()   # build once
-    sync = median_time(lambda: q.parallel_for(sycl.range(1), K.empty, a, b).wait(),
-                       repeat=2000, warmup=100)
-    report.add(_m("launch: submit + wait", dev, "pysycl", sync))
+
+    def sync():
+        q.parallel_for(sycl.range(1), K.empty, a, b).wait()
 
     def burst():
         for _ in range(launches):
             q.parallel_for(sycl.range(1), K.empty, a, b)
         q.wait()
-    report.add(_m(f"launch: async x{launches} (per launch)", dev, "pysycl",
-                  median_time(burst, repeat=3, warmup=1) / launches))
-    report.add(_m(f"launch: async x{launches} (per launch, CPU time)", dev, "pysycl",
-                  _cpu_time(burst) / launches))
+    impls = {"pysycl": (sync, burst)}
+    if _backend(q) == "opencl":
+        try:
+            impls.update(_opencl_launch_peers(q.get_native().context, launches, usm=(a, b)))
+        except Exception as e:  # noqa: BLE001 - the peer is optional
+            print(f"  (no OpenCL C launch peer: {type(e).__name__}: {e})")
+    _time_launches(report, dev, impls, launches)
     sycl.free(a, q); sycl.free(b, q)
+
+
+def _time_launches(report: Report, dev: str, impls: dict, launches: int) -> None:
+    """Median per-launch times of each impl's (sync, burst), timed round-robin."""
+    import statistics
+    import time
+    names = list(impls)
+    for sync, burst in impls.values():   # warm up
+        for _ in range(100):
+            sync()
+        burst()
+    samples = {n: [] for n in names}
+    for _ in range(2000):
+        for n in names:
+            t0 = time.perf_counter()
+            impls[n][0]()
+            samples[n].append(time.perf_counter() - t0)
+    for n in names:
+        report.add(_m("launch: submit + wait", dev, n, statistics.median(samples[n]),
+                      peer=n != "pysycl"))
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    for _ in range(3):
+        for n in names:
+            t0, c0 = time.perf_counter(), time.process_time()
+            impls[n][1]()
+            wall[n].append(time.perf_counter() - t0)
+            cpu[n].append(time.process_time() - c0)
+    for n in names:
+        report.add(_m(f"launch: async x{launches} (per launch)", dev, n,
+                      statistics.median(wall[n]) / launches, peer=n != "pysycl"))
+    for n in names:
+        report.add(_m(f"launch: async x{launches} (per launch, CPU time)", dev, n,
+                      statistics.median(cpu[n]) / launches, peer=n != "pysycl"))
+
+
+def _opencl_launch_peers(ctx, launches: int, usm=None) -> dict:
+    """{impl name: (sync, burst)} of pyopencl launching OpenCL C's empty kernel on its
+    own queue of ``ctx``: with buffer arguments, and (``usm``: two USM arrays of that
+    context) with USM pointer arguments."""
+    import pyopencl as cl
+
+    cq = cl.CommandQueue(ctx)
+    prg = peers_opencl.build(ctx, peers_opencl.SAXPY_SRC)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+    k = cl.Kernel(prg, "empty")
+    k.set_args(buf, buf)
+    kernels = {"opencl-c via pyopencl": k}
+    if usm is not None:
+        from pysycl.backends.opencl import cl_ext, environment
+        api = cl_ext.ClApi.load(environment.icd_loader_library())
+        intel = api.intel_usm(ctx.devices[0].platform.int_ptr) if api else None
+        if intel is not None:
+            ku = cl.Kernel(prg, "empty")
+            for i, arr in enumerate(usm):
+                intel.set_arg(ku.int_ptr, i, arr.ptr)
+            kernels["opencl-c via pyopencl (USM args)"] = ku
+    enqueue = cl.enqueue_nd_range_kernel
+    out = {}
+    for name, kern in kernels.items():
+        def one(kern=kern):
+            enqueue(cq, kern, (1,), None)
+            cq.finish()
+
+        def burst(kern=kern, keep=(buf, usm)):   # kernel args do not keep memory alive
+            for _ in range(launches):
+                enqueue(cq, kern, (1,), None)
+            cq.finish()
+        out[name] = (one, burst)
+    return out
 
 
 def _cpu_time(fn, repeat: int = 3) -> float:
@@ -297,27 +376,13 @@ def _cpu_time(fn, repeat: int = 3) -> float:
 
 def opencl_launch_overhead(report: Report, ctx, launches: int = 10_000,
                            device_label: str | None = None) -> None:
-    import pyopencl as cl
-
-    cq = cl.CommandQueue(ctx)
-    prg = peers_opencl.build(ctx, peers_opencl.SAXPY_SRC)
-    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
-    k = prg.empty
-    k.set_args(buf, buf)
     # Same row group as the native CPU device's launch rows (device_label), so the table
     # gives the ratio; the impl names the runtime.
     dev = device_label or ("opencl " + ctx.devices[0].name)
-
-    def one():
-        cl.enqueue_nd_range_kernel(cq, k, (1,), None)
-        cq.finish()
+    impls = _opencl_launch_peers(ctx, launches)
+    one, burst = impls["opencl-c via pyopencl"]
     report.add(_m("launch: submit + wait", dev, "opencl-c via pyopencl",
                   median_time(one, repeat=2000, warmup=100), peer=True))
-
-    def burst():
-        for _ in range(launches):
-            cl.enqueue_nd_range_kernel(cq, k, (1,), None)
-        cq.finish()
     report.add(_m(f"launch: async x{launches} (per launch)", dev, "opencl-c via pyopencl",
                   median_time(burst, repeat=3, warmup=1) / launches, peer=True))
     report.add(_m(f"launch: async x{launches} (per launch, CPU time)", dev,

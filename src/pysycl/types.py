@@ -10,11 +10,12 @@ to the helpers below, so one name serves as constructor and as annotation.
 """
 from __future__ import annotations
 
-import dataclasses
 import enum
 from typing import Any
 
 import numpy as np
+
+from ._records import FrozenValue
 
 
 class access_mode(enum.Enum):
@@ -65,38 +66,65 @@ def vec_size(dt: np.dtype) -> int | None:
 
 
 # Kernel parameter annotations ------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class AccessorAnnotation:
+# Frozen value classes written out by hand with the semantics of frozen dataclasses
+# (``==``, ``hash`` and ``repr`` from the fields; the warm-start index reads the repr).
+_set = object.__setattr__
+
+
+class AccessorAnnotation(FrozenValue):
+    __slots__ = _fields = ("dtype", "dims", "mode", "properties")
     dtype: np.dtype
     dims: int
-    mode: access_mode = access_mode.read_write
-    properties: Any = None  # a sycl.properties or None
+    mode: access_mode
+    properties: Any  # a sycl.properties or None
+
+    def __init__(self, dtype, dims, mode=access_mode.read_write, properties=None):
+        _set(self, "dtype", dtype)
+        _set(self, "dims", dims)
+        _set(self, "mode", mode)
+        _set(self, "properties", properties)
 
 
-@dataclasses.dataclass(frozen=True)
-class LocalAccessorAnnotation:
+class LocalAccessorAnnotation(FrozenValue):
+    __slots__ = _fields = ("dtype", "dims")
     dtype: np.dtype
-    dims: int = 1
+    dims: int
+
+    def __init__(self, dtype, dims=1):
+        _set(self, "dtype", dtype)
+        _set(self, "dims", dims)
 
 
-@dataclasses.dataclass(frozen=True)
-class GlobalPtrAnnotation:
+class GlobalPtrAnnotation(FrozenValue):
+    __slots__ = _fields = ("dtype", "properties", "annotated")
     dtype: np.dtype
-    properties: Any = None  # annotated_ptr properties
+    properties: Any  # annotated_ptr properties
     # True for ``annotated_ptr[T, p]``: its properties also annotate the pointer
     # (``llvm.ptr.annotation``, seed 003), not only the kernel parameter.
-    annotated: bool = False
+    annotated: bool
+
+    def __init__(self, dtype, properties=None, annotated=False):
+        _set(self, "dtype", dtype)
+        _set(self, "properties", properties)
+        _set(self, "annotated", annotated)
 
 
-@dataclasses.dataclass(frozen=True)
-class IndexAnnotation:
+class IndexAnnotation(FrozenValue):
+    __slots__ = _fields = ("kind", "dims")
     kind: str   # "id", "item", "nd_item", "range"
     dims: int
 
+    def __init__(self, kind, dims):
+        _set(self, "kind", kind)
+        _set(self, "dims", dims)
 
-@dataclasses.dataclass(frozen=True)
-class SpecConstantAnnotation:
+
+class SpecConstantAnnotation(FrozenValue):
+    __slots__ = _fields = ("dtype",)
     dtype: np.dtype
+
+    def __init__(self, dtype):
+        _set(self, "dtype", dtype)
 
 
 class KernelHandlerAnnotation:

@@ -29,9 +29,13 @@ spec-constant buffer   global i8* (implicit last parameter)            ``mem``
 from __future__ import annotations
 
 import abc
-import dataclasses
 import enum
 from typing import Any, Mapping, Sequence
+
+from .._records import FrozenValue, Record
+
+_set = object.__setattr__
+_NEW: Any = object()   # DeviceDescription(extra=...) not given: a new dict
 
 
 class AddressSpace(enum.Enum):
@@ -42,20 +46,36 @@ class AddressSpace(enum.Enum):
     generic = "generic"
 
 
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """What codegen and the compiler need to know about a code-generation target."""
+class Target(FrozenValue):
+    """What codegen and the compiler need to know about a code-generation target.
+    (Frozen value classes and records here are written out by hand with dataclass
+    semantics: _records.py.)"""
 
+    __slots__ = _fields = ("name", "backend", "triple", "data_layout", "binary_format",
+                           "address_spaces", "cpu", "features", "native_spec_constants")
     name: str                 # "native_cpu", "spirv64", "nvptx64-sm_90"
     backend: str              # "native_cpu", "opencl", "cuda"
     triple: str
     data_layout: str
     binary_format: str        # "object", "spirv", "ptx"
     address_spaces: Mapping[AddressSpace, int]
-    cpu: str = ""
-    features: str = ""
+    cpu: str
+    features: str
     # A device image in this format can take spec-constant values after codegen.
-    native_spec_constants: bool = False
+    native_spec_constants: bool
+
+    def __init__(self, name: str, backend: str, triple: str, data_layout: str,
+                 binary_format: str, address_spaces: Mapping[AddressSpace, int],
+                 cpu: str = "", features: str = "", native_spec_constants: bool = False):
+        _set(self, "name", name)
+        _set(self, "backend", backend)
+        _set(self, "triple", triple)
+        _set(self, "data_layout", data_layout)
+        _set(self, "binary_format", binary_format)
+        _set(self, "address_spaces", address_spaces)
+        _set(self, "cpu", cpu)
+        _set(self, "features", features)
+        _set(self, "native_spec_constants", native_spec_constants)
 
     def addrspace(self, space: AddressSpace) -> int:
         return self.address_spaces[space]
@@ -68,16 +88,23 @@ class KernelArgKind(enum.Enum):
     local = "local"       # value: int, number of bytes of work-group local memory
 
 
-@dataclasses.dataclass(frozen=True)
-class KernelArg:
+class KernelArg(FrozenValue):
+    __slots__ = _fields = ("kind", "value")
     kind: KernelArgKind
     value: Any
 
+    def __init__(self, kind: KernelArgKind, value: Any):
+        _set(self, "kind", kind)
+        _set(self, "value", value)
 
-@dataclasses.dataclass
-class DeviceDescription:
+
+class DeviceDescription(Record):
     """What discovery learns about a device; ``runtime.device`` wraps it."""
 
+    _fields = ("name", "vendor", "backend", "device_type", "driver_version",
+               "max_compute_units", "max_work_group_size", "max_work_item_sizes",
+               "sub_group_sizes", "global_mem_size", "local_mem_size", "aspects", "target",
+               "handle", "extra")
     name: str
     vendor: str
     backend: str
@@ -92,7 +119,28 @@ class DeviceDescription:
     aspects: frozenset[str]           # names of ``sycl.aspect`` members
     target: Target
     handle: Any = None                # backend object (cl.Device, CUdevice ordinal, ...)
-    extra: dict = dataclasses.field(default_factory=dict)
+    extra: dict
+
+    def __init__(self, name: str, vendor: str, backend: str, device_type: str,
+                 driver_version: str, max_compute_units: int, max_work_group_size: int,
+                 max_work_item_sizes: tuple[int, int, int], sub_group_sizes: tuple[int, ...],
+                 global_mem_size: int, local_mem_size: int, aspects: frozenset[str],
+                 target: Target, handle: Any = None, extra: dict = _NEW):
+        self.name = name
+        self.vendor = vendor
+        self.backend = backend
+        self.device_type = device_type
+        self.driver_version = driver_version
+        self.max_compute_units = max_compute_units
+        self.max_work_group_size = max_work_group_size
+        self.max_work_item_sizes = max_work_item_sizes
+        self.sub_group_sizes = sub_group_sizes
+        self.global_mem_size = global_mem_size
+        self.local_mem_size = local_mem_size
+        self.aspects = aspects
+        self.target = target
+        self.handle = handle
+        self.extra = {} if extra is _NEW else extra
 
 
 class Compiler(abc.ABC):

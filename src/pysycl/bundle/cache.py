@@ -138,8 +138,12 @@ class Cache:
     def enabled(self) -> bool:
         return config.cache_enabled() if self._enabled is None else self._enabled
 
-    def _path(self, key: CacheKey) -> Path:
-        return self.directory / key.hexdigest[:2] / f"{key.hexdigest}{self._suffix}"
+    def _path(self, key: CacheKey) -> str:
+        """The entry's file: ``directory / hexdigest[:2] / (hexdigest + suffix)`` (a
+        string: building it through ``pathlib`` cost more than reading a small entry)."""
+        root = self._directory if self._directory is not None else config.cache_dir()
+        digest = key.hexdigest
+        return os.path.join(root, f"v{_FORMAT}", digest[:2], digest + self._suffix)
 
     # -- memory layer --
     def _memory_get(self, digest: str) -> bytes | None:
@@ -162,7 +166,8 @@ class Cache:
             return None
         path = self._path(key)
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as fh:
+                raw = fh.read()
         except FileNotFoundError:
             return None
         except OSError as e:
@@ -178,8 +183,9 @@ class Cache:
             return
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            folder = os.path.dirname(path)
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(_encode_entry(key, value))

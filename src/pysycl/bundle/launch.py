@@ -346,7 +346,10 @@ class Launcher:
             if self._spec_mem is None:
                 desc = toolchain.device_description(self.device)
                 data = self.spec_buffer or bytes(8)
-                mem = self._driver.alloc(desc, len(data), "device")
+                # A driver may ask for another kind of memory for this read-only argument
+                # (OpenCL: a cl.Buffer, cheaper to launch with than one more USM pointer).
+                kind = getattr(self._driver, "spec_buffer_kind", "device")
+                mem = self._driver.alloc(desc, len(data), kind)
                 token = self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data))
                 wait = getattr(token, "wait", None)
                 if callable(wait):

@@ -18,11 +18,11 @@ code, the host CPU. A cache miss logs which part changed.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import Iterable, Mapping
 
 from .. import config
+from .._records import IdentityRecord
 from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
@@ -39,15 +39,24 @@ _executables: dict[tuple, device_image] = {}
 _key_locks: dict[tuple, threading.Lock] = {}
 
 
-@dataclasses.dataclass(eq=False)
-class LinkedKernel:
-    """One kernel cut from a linked module, with the link's spec-constant IDs."""
+class LinkedKernel(IdentityRecord):
+    """One kernel cut from a linked module, with the link's spec-constant IDs. (A record
+    compared by identity, with the ``repr`` of a dataclass: _records.py.)"""
 
+    _fields = ("kid", "name", "module", "spec_ids", "_ir_text")
     kid: kernel_id
     name: str
     module: Module
     spec_ids: SpecConstantIds
     _ir_text: str | None = None
+
+    def __init__(self, kid: kernel_id, name: str, module: Module, spec_ids: SpecConstantIds,
+                 _ir_text: str | None = None):
+        self.kid = kid
+        self.name = name
+        self.module = module
+        self.spec_ids = spec_ids
+        self._ir_text = _ir_text
 
     @property
     def ir_text(self) -> str:

@@ -37,8 +37,9 @@ from __future__ import annotations
 import enum
 import hashlib
 import struct
-from dataclasses import dataclass, field
+from typing import Any
 
+from .._records import Record
 from ..errors import errc, exception
 from .property_sets import PropertySetRegistry, base64_encode
 
@@ -75,45 +76,70 @@ class SyclbinState(enum.IntEnum):
     executable = 2
 
 
-@dataclass
-class IRModule:
+# Records written out by hand with the semantics of ``@dataclass`` (_records.py).
+_NEW: Any = object()   # an argument not given: a new empty container
+
+
+class IRModule(Record):
     """An IR image: SPIR-V (``IR_TYPE_SPIRV``) or pysycl IR text (``IR_TYPE_PYSYCL``)."""
 
+    _fields = ("ir_type", "data", "target")
     ir_type: int
     data: bytes
     target: str | None = None
 
+    def __init__(self, ir_type: int, data: bytes, target: str | None = None):
+        self.ir_type = ir_type
+        self.data = data
+        self.target = target
 
-@dataclass
-class NativeImage:
+
+class NativeImage(Record):
     """Device code for one target: host object, PTX, cubin...
 
     ``target`` is a triple (``"nvptx64-nvidia-cuda"``), ``arch`` e.g. ``"sm_90"``;
     ``format`` (pysycl's, e.g. ``"object"``, ``"ptx"``) is optional.
     """
 
+    _fields = ("target", "arch", "data", "format")
     target: str
     arch: str
     data: bytes
     format: str | None = None
 
+    def __init__(self, target: str, arch: str, data: bytes, format: str | None = None):
+        self.target = target
+        self.arch = arch
+        self.data = data
+        self.format = format
 
-@dataclass
-class AbstractModule:
+
+class AbstractModule(Record):
     """One device image's worth of metadata (its ``SYCL/...`` property sets) plus the
     IR modules and native images that implement it."""
 
-    property_sets: PropertySetRegistry = field(default_factory=PropertySetRegistry)
-    ir_modules: list[IRModule] = field(default_factory=list)
-    native_images: list[NativeImage] = field(default_factory=list)
+    _fields = ("property_sets", "ir_modules", "native_images")
+    property_sets: PropertySetRegistry
+    ir_modules: list[IRModule]
+    native_images: list[NativeImage]
+
+    def __init__(self, property_sets: PropertySetRegistry = _NEW,
+                 ir_modules: list[IRModule] = _NEW, native_images: list[NativeImage] = _NEW):
+        self.property_sets = PropertySetRegistry() if property_sets is _NEW else property_sets
+        self.ir_modules = [] if ir_modules is _NEW else ir_modules
+        self.native_images = [] if native_images is _NEW else native_images
 
 
-@dataclass
-class SyclbinFile:
+class SyclbinFile(Record):
     """A kernel bundle in one state."""
 
+    _fields = ("state", "abstract_modules")
     state: SyclbinState
-    abstract_modules: list[AbstractModule] = field(default_factory=list)
+    abstract_modules: list[AbstractModule]
+
+    def __init__(self, state: SyclbinState, abstract_modules: list[AbstractModule] = _NEW):
+        self.state = state
+        self.abstract_modules = [] if abstract_modules is _NEW else abstract_modules
 
 
 def _invalid(reason: str) -> exception:

@@ -58,6 +58,7 @@ import hashlib
 import json
 import linecache
 import logging
+import os
 import re
 import types
 
@@ -350,13 +351,16 @@ def _read(key, what: str) -> dict | None:
         return None
 
 
-def _write(key, entry: dict) -> None:
+def _write(key, entry: dict) -> bool:
+    """Store an index entry; False if that failed (logged: the index is an optimisation)."""
     from .cache import index_cache
     entry = dict(entry, format=INDEX_FORMAT)
     try:
         index_cache().put(key, json.dumps(entry, sort_keys=True).encode("utf-8"))
     except Exception as e:  # noqa: BLE001 - the index is an optimisation
         log.warning("could not write warm-start index entry: %s", e)
+        return False
+    return True
 
 
 def registry_to_json(reg) -> dict:
@@ -466,6 +470,14 @@ def record_link(lk, ir_key) -> None:
     group = getattr(lk, "warm_group", None)
     if not group or not enabled():
         return
+    key = link_key(tuple(group), lk.name)
+    # The entry depends only on the linked kernel (not on the target, mode or literal
+    # values of this build): once this process has written it into the current cache
+    # directory, another build of ``lk`` (a new spec-constant value set) would write
+    # the same bytes again, so it does not while the file is there.
+    written = (key.hexdigest, ir_key.parts["ir"], ir_key.parts["spec_ids"], _index_path(key))
+    if getattr(lk, "_warm_link_written", None) == written and os.path.exists(written[3]):
+        return
     try:
         from .device_image import image_property_sets
         fn = lk.module.function(lk.name)
@@ -476,7 +488,13 @@ def record_link(lk, ir_key) -> None:
     except Exception as e:  # noqa: BLE001
         log.debug("no warm-start link entry for %s: %s", lk.name, e)
         return
-    _write(link_key(tuple(group), lk.name), entry)
+    if _write(key, entry):
+        lk._warm_link_written = written
+
+
+def _index_path(key):
+    from .cache import index_cache
+    return index_cache()._path(key)
 
 
 def lookup_link(group: tuple[str, ...], kernel_name: str) -> dict | None:

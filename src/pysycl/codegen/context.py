@@ -11,11 +11,11 @@ swap work-item builtins, barriers, math and atomics without touching the shared 
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable
 
 from llvmlite import ir as ll
 
+from .._records import Record
 from ..errors import errc, exception
 from ..ir.core import Function, Module, Op, Value
 from ..ir.types import Type
@@ -34,31 +34,46 @@ def rule(*names: str):
     return register
 
 
-@dataclasses.dataclass
-class AccessorValue:
+class AccessorValue(Record):
     """An accessor parameter after ABI expansion: element pointer, per-dimension memory
     range (i64) and linear element offset (i64; zero for local accessors)."""
 
+    _fields = ("ptr", "ranges", "offset", "elem")
     ptr: ll.Value
     ranges: list
     offset: ll.Value
     elem: Type
 
+    def __init__(self, ptr, ranges, offset, elem):
+        self.ptr = ptr
+        self.ranges = ranges
+        self.offset = offset
+        self.elem = elem
 
-@dataclasses.dataclass
-class VarSlot:
+
+class VarSlot(Record):
     """A named local: ``ptr`` to its storage; per-item slots hold one element for each
     work-item of the group, indexed by the local linear id (work-group fission)."""
 
+    _fields = ("ptr", "type", "per_item")
     ptr: ll.Value
     type: Type
     per_item: bool = False
 
+    def __init__(self, ptr, type, per_item=False):
+        self.ptr = ptr
+        self.type = type
+        self.per_item = per_item
 
-@dataclasses.dataclass
-class LoopTarget:
+
+class LoopTarget(Record):
+    _fields = ("continue_block", "break_block")
     continue_block: ll.Block
     break_block: ll.Block
+
+    def __init__(self, continue_block, break_block):
+        self.continue_block = continue_block
+        self.break_block = break_block
 
 
 class LoweringContext:

@@ -9,11 +9,11 @@ wrapped into the symbol the driver calls.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from llvmlite import ir as ll
 
+from .._records import Record
 from ..ir.core import Function, Op
 from ..ir.types import IndexSpaceType
 from . import types as lt
@@ -211,11 +211,14 @@ def kernel_dims(fn: Function) -> int:
     return max(used, default=0) + 1
 
 
-@dataclasses.dataclass
-class WorkItemDims:
+class WorkItemDims(Record):
     """``dims``: a Python int in kernels, the hidden i32 parameter in device functions."""
 
+    _fields = ("dims",)
     dims: int | ll.Value
+
+    def __init__(self, dims):
+        self.dims = dims
 
 
 class DeviceDimsLowering(TargetLowering):

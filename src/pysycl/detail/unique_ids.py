@@ -27,9 +27,9 @@ import itertools
 import sys
 import threading
 import weakref
-from dataclasses import dataclass
 from typing import Any, Callable
 
+from .._records import FrozenValue
 from ..errors import errc, exception
 
 #: The kinds of seed 004's ``uniquely_identifiable_object(kind)`` attribute used here.
@@ -43,18 +43,24 @@ _by_obj: dict[int, str] = {}  # id(obj) -> uid; entries leave when the object di
 _counter = itertools.count(1)
 
 
-@dataclass(frozen=True)
-class DefinitionSite:
+class DefinitionSite(FrozenValue):
     """Where an identifiable object was constructed.
 
     ``module``: the defining module's ``__name__``; ``qualname``: the qualified name of
     the enclosing class or function (``None`` at module level); ``scope``: ``"module"``,
-    ``"class"`` or ``"function"``.
+    ``"class"`` or ``"function"``. (A frozen value class with dataclass semantics,
+    _records.py.)
     """
 
+    __slots__ = _fields = ("module", "qualname", "scope")
     module: str
     qualname: str | None
     scope: str
+
+    def __init__(self, module: str, qualname: str | None, scope: str):
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "qualname", qualname)
+        object.__setattr__(self, "scope", scope)
 
 
 class _Entry:

@@ -10,12 +10,12 @@ Warp's ``add_builtin``). :func:`catalogue` lists them for reference docs and tes
 from __future__ import annotations
 
 import builtins as py
-import dataclasses
 import math
 from typing import Callable
 
 import numpy as np
 
+from .._records import FrozenValue
 from ..ir import types as T
 from ..ir.ops import MATH_FUNCTIONS
 from ..ir.core import Value
@@ -25,11 +25,18 @@ from .typing_rules import math_result, PY_OPS
 from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, TupleVal, Weak, promo_type
 
 
-@dataclasses.dataclass(frozen=True)
-class Builtin:
+class Builtin(FrozenValue):
+    """One catalogue entry (a frozen value class, _records.py)."""
+
+    __slots__ = _fields = ("name", "lower", "doc")
     name: str
     lower: Callable     # lower(lowerer, call_node) -> expression value
     doc: str
+
+    def __init__(self, name, lower, doc):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "doc", doc)
 
 
 _by_id: dict[int, tuple[object, Builtin]] = {}

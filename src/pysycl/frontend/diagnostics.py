@@ -15,17 +15,21 @@ traceback cut (``errors.hide_compiler_frames``), so users never see compiler fra
 from __future__ import annotations
 
 import ast
-import dataclasses
 
+from .._records import FrozenValue
 from ..errors import compile_error
 from ..ir.core import Loc
 
 
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """Where a function's AST came from; node positions are already the file's."""
+class Source(FrozenValue):
+    """Where a function's AST came from; node positions are already the file's. (A
+    frozen value class with dataclass semantics, _records.py.)"""
 
+    __slots__ = _fields = ("filename",)
     filename: str
+
+    def __init__(self, filename: str):
+        object.__setattr__(self, "filename", filename)
 
 
 def loc_of(src: Source, node: ast.AST | None) -> Loc:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 
 import numpy as np
 
+from .._records import Record
 from ..ir import types as T
 from ..ir.core import Op, Region, Value
 from ..ir.ops import opdef
@@ -24,12 +24,20 @@ from .typing_rules import binary_result, default_type, literal_fits
 from .values import HANDLES, AtomicHandle, Lit, Obj, TupleVal, Weak, is_weak
 
 
-@dataclasses.dataclass
-class Slot:
+class Slot(Record):
+    """A local variable's slot (a mutable record, _records.py)."""
+
+    _fields = ("type", "line", "weak", "loop")
     type: T.Type
     line: int          # where the first assignment set the type (for the error message)
     weak: bool = False  # holds a Python number: reads are :class:`Weak` values
     loop: bool = False  # a range loop variable (typed by the range, never inferred)
+
+    def __init__(self, type, line, weak=False, loop=False):
+        self.type = type
+        self.line = line
+        self.weak = weak
+        self.loop = loop
 
 
 def type_name(t: T.Type) -> str:

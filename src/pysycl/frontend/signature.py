@@ -24,13 +24,13 @@ struct / vec / array dtype  struct              struct / vec / array type (by va
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 from typing import Any
 
 import numpy as np
 
 from .. import types as pt
+from .._records import FrozenValue
 from ..ir import types as T
 from ..properties import POINTER_ANNOTATION, annotation_string, as_properties, to_meta
 from .diagnostics import error_at
@@ -39,26 +39,49 @@ from .source import ParsedFunction, closure_vars
 INDEX_KINDS = ("id", "item", "nd_item")
 
 
-@dataclasses.dataclass(frozen=True)
-class ParamInfo:
-    """One kernel parameter as the runtime sees it."""
+_set = object.__setattr__
 
+
+class ParamInfo(FrozenValue):
+    """One kernel parameter as the runtime sees it. (Frozen value classes with dataclass
+    semantics, _records.py.)"""
+
+    __slots__ = _fields = ("name", "kind", "dtype", "dims", "mode", "properties",
+                           "index_kind", "annotated")
     name: str
     kind: str            # index, kernel_handler, scalar, struct, accessor, local_accessor,
                          # global_ptr, spec_placeholder
-    dtype: np.dtype | None = None
-    dims: int | None = None
-    mode: str | None = None           # accessor access mode ("read_only"...)
-    properties: Any = None            # sycl.properties or None
-    index_kind: str | None = None     # for kind "index": id, item, nd_item
-    annotated: bool = False           # annotated_ptr: properties also annotate the pointer
+    dtype: np.dtype | None
+    dims: int | None
+    mode: str | None                  # accessor access mode ("read_only"...)
+    properties: Any                   # sycl.properties or None
+    index_kind: str | None            # for kind "index": id, item, nd_item
+    annotated: bool                   # annotated_ptr: properties also annotate the pointer
+
+    def __init__(self, name: str, kind: str, dtype: np.dtype | None = None,
+                 dims: int | None = None, mode: str | None = None, properties: Any = None,
+                 index_kind: str | None = None, annotated: bool = False):
+        _set(self, "name", name)
+        _set(self, "kind", kind)
+        _set(self, "dtype", dtype)
+        _set(self, "dims", dims)
+        _set(self, "mode", mode)
+        _set(self, "properties", properties)
+        _set(self, "index_kind", index_kind)
+        _set(self, "annotated", annotated)
 
 
-@dataclasses.dataclass(frozen=True)
-class KernelSignature:
+class KernelSignature(FrozenValue):
+    __slots__ = _fields = ("params", "index_kind", "dims")
     params: tuple[ParamInfo, ...]
     index_kind: str | None   # None for single_task kernels
     dims: int | None
+
+    def __init__(self, params: tuple[ParamInfo, ...], index_kind: str | None,
+                 dims: int | None):
+        _set(self, "params", params)
+        _set(self, "index_kind", index_kind)
+        _set(self, "dims", dims)
 
     @property
     def runtime_args(self) -> tuple[ParamInfo, ...]:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import inspect
+import linecache
+import os
 import textwrap
 import threading
+import types
 from typing import Any
 
+from .._records import Record
 from ..errors import compile_error
 from .diagnostics import Source
 
@@ -27,11 +30,18 @@ _lock = threading.Lock()
 _cache: dict[Any, "ParsedFunction"] = {}
 
 
-@dataclasses.dataclass
-class ParsedFunction:
+class ParsedFunction(Record):
+    """A parsed definition (a mutable record with dataclass semantics, _records.py)."""
+
+    _fields = ("node", "source", "fn")
     node: ast.FunctionDef
     source: Source
     fn: Any
+
+    def __init__(self, node: ast.FunctionDef, source: Source, fn: Any):
+        self.node = node
+        self.source = source
+        self.fn = fn
 
     @property
     def closure(self) -> dict[str, Any]:
@@ -76,16 +86,29 @@ def parse_function(fn) -> ParsedFunction:
 
 def _parse(fn) -> ParsedFunction:
     filename = fn.__code__.co_filename
-    try:
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        raise compile_error(f"cannot read the source of {fn.__qualname__}: kernels are compiled "
-                            "from source, so they must be defined in a file",
-                            filename, fn.__code__.co_firstlineno, 0) from None
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
+    tree = None
+    found = _source_lines(fn)
+    if found is not None:
+        text, start = found
+        dedented = textwrap.dedent(text)
+        try:
+            tree = ast.parse(dedented, filename=filename)
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is not None and not (len(tree.body) == 1
+                                     and isinstance(tree.body[0], ast.FunctionDef)):
+            tree = None
+    if tree is None:
+        try:
+            lines, start = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            raise compile_error(f"cannot read the source of {fn.__qualname__}: kernels are "
+                                "compiled from source, so they must be defined in a file",
+                                filename, fn.__code__.co_firstlineno, 0) from None
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        tree = ast.parse(dedented, filename=filename)
     indent = _removed_indent(text, dedented)
-    tree = ast.parse(dedented, filename=filename)
     for node in ast.walk(tree):
         # Shift positions back to the file: lines by the start line, columns by the
         # indentation dedent removed (the same for every line it touched).
@@ -99,6 +122,66 @@ def _parse(fn) -> ParsedFunction:
     if fdef is None:
         raise compile_error(f"{fn.__qualname__} is not a plain 'def' function", filename, start, 0)
     return ParsedFunction(fdef, Source(filename), fn)
+
+
+def _source_lines(fn) -> tuple[str, int] | None:
+    """``("".join(lines), start)`` as ``inspect.getsourcelines(fn)`` gives them, for a
+    plain ``def`` in a ``.py`` file, without the tokenizer that ``inspect.getblock``
+    runs (its regexes cost milliseconds the first time); ``None``: use ``inspect``.
+
+    The file's lines are read as ``inspect`` reads them (``linecache``, revalidated).
+    The start is ``co_firstlineno`` when that line starts with ``@`` or ``def`` (where
+    ``inspect.findsource``'s search stops at once). The end is the first line after the
+    last line of the function's code that starts a statement at the ``def``'s
+    indentation or less; trailing blank and comment lines are dropped (they change no
+    AST). A cut inside a multi-line statement or string leaves the text unparsable, so
+    ``_parse`` goes back to ``inspect`` for anything that does not parse to one ``def``;
+    so does text with tabs in its indentation.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__"):
+        return None
+    filename = code.co_filename
+    if not filename.endswith(".py") or not os.path.exists(filename):
+        return None
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename, fn.__globals__)
+    lnum = code.co_firstlineno - 1
+    if not lines or not 0 <= lnum < len(lines):
+        return None
+    first = lines[lnum]
+    head = first.lstrip()
+    if not (head.startswith("@") or head.startswith("def") and head[3:4].isspace()):
+        return None   # not where a def starts (a lambda?): inspect searches for it
+    indent = len(first) - len(head)
+    header = lnum   # the ``def`` line, after the decorators
+    while header < len(lines) and not (lines[header].startswith("def", indent)
+                                       and lines[header][indent + 3:indent + 4].isspace()):
+        header += 1
+    # The body ends at or after the last line of the function's code (1-based; it is the
+    # index just past that line).
+    end = max([header + 1] + [ln for c in _code_objects(code) for _, _, ln in c.co_lines()
+                              if ln])
+    while end < len(lines):
+        stripped = lines[end].lstrip()
+        if stripped and not stripped.startswith("#") and \
+                len(lines[end]) - len(stripped) <= indent:
+            break
+        end += 1
+    while end > lnum + 1 and (not lines[end - 1].strip()
+                              or lines[end - 1].lstrip().startswith("#")):
+        end -= 1
+    block = lines[lnum:end]
+    if any("\t" in ln[:len(ln) - len(ln.lstrip())] or "\f" in ln for ln in block):
+        return None
+    return "".join(block), lnum + 1
+
+
+def _code_objects(code):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _code_objects(c)
 
 
 def _removed_indent(text: str, dedented: str) -> int:

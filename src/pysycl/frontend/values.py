@@ -18,21 +18,28 @@ reading it is a ``load``, writing a ``store``.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Union
 
+from .._records import FrozenValue as _FrozenValue
 from ..types import spec_placeholder_id
 from ..ir import types as T
 from ..ir.core import Value
 
 
-@dataclasses.dataclass(frozen=True)
-class Lit:
+# Frozen value classes written out by hand (they were frozen dataclasses, which cost
+# ~1 ms each to create; this module is imported by the first build): _records.py.
+_set = object.__setattr__
+
+
+class Lit(_FrozenValue):
+    __slots__ = _fields = ("value",)
     value: int | float | bool
 
+    def __init__(self, value):
+        _set(self, "value", value)
 
-@dataclasses.dataclass(frozen=True)
-class Weak:
+
+class Weak(_FrozenValue):
     """A run-time value standing for a Python ``int``/``float`` (NEP 50 *weak*).
 
     ``value`` is the storage: int64 / float64, or the ``range`` type of a loop variable
@@ -43,46 +50,71 @@ class Weak:
     see this wrapper; ``expr`` hands every other rule the plain storage value.
     """
 
+    __slots__ = _fields = ("value",)
     value: Value
+
+    def __init__(self, value):
+        _set(self, "value", value)
 
     @property
     def py_type(self) -> type:
         return float if self.value.type.is_float else int
 
 
-@dataclasses.dataclass(frozen=True)
-class Obj:
+class Obj(_FrozenValue):
+    __slots__ = _fields = ("value",)
     value: Any
 
+    def __init__(self, value):
+        _set(self, "value", value)
 
-@dataclasses.dataclass(frozen=True)
-class TupleVal:
+
+class TupleVal(_FrozenValue):
+    __slots__ = _fields = ("items",)
     items: tuple
 
+    def __init__(self, items):
+        _set(self, "items", items)
 
-@dataclasses.dataclass(frozen=True)
-class GroupHandle:
+
+class GroupHandle(_FrozenValue):
+    __slots__ = _fields = ("scope", "dims")
     scope: str          # "work_group" or "sub_group" (IR attribute values)
-    dims: int = 1
+    dims: int
+
+    def __init__(self, scope, dims=1):
+        _set(self, "scope", scope)
+        _set(self, "dims", dims)
 
 
-@dataclasses.dataclass(frozen=True)
-class AtomicHandle:
+class AtomicHandle(_FrozenValue):
+    __slots__ = _fields = ("ptr", "elem", "order", "scope")
     ptr: Value
     elem: T.ScalarType
     order: str
     scope: str
 
+    def __init__(self, ptr, elem, order, scope):
+        _set(self, "ptr", ptr)
+        _set(self, "elem", elem)
+        _set(self, "order", order)
+        _set(self, "scope", scope)
 
-@dataclasses.dataclass(frozen=True)
-class SpecPlaceholder:
+
+class SpecPlaceholder(_FrozenValue):
     """A ``sycl.spec_constant[T]`` parameter; ``p.get()`` reads spec ID
     ``@param:<kernel>:<name>`` (the kernel's name keeps two kernels' placeholders of the
     same parameter name apart once linked into one module)."""
 
+    __slots__ = _fields = ("name", "type", "kernel")
     name: str
     type: T.Type
-    kernel: str = ""
+    kernel: str
+
+    def __init__(self, name, type, kernel=""):
+        _set(self, "name", name)
+        _set(self, "type", type)
+        _set(self, "kernel", kernel)
 
     @property
     def unique_id(self) -> str:
@@ -94,14 +126,19 @@ def placeholder_uid(kernel: str, name: str) -> str:
     return spec_placeholder_id(kernel, name)
 
 
-@dataclasses.dataclass(frozen=True)
-class Ptr:
+class Ptr(_FrozenValue):
     """A memory location. ``readonly`` names the read_only accessor it came from;
     ``device_global`` is the host object when the location is a whole device_global."""
 
+    __slots__ = _fields = ("value", "readonly", "device_global")
     value: Value
-    readonly: str | None = None
-    device_global: Any = None
+    readonly: str | None
+    device_global: Any
+
+    def __init__(self, value, readonly=None, device_global=None):
+        _set(self, "value", value)
+        _set(self, "readonly", readonly)
+        _set(self, "device_global", device_global)
 
     @property
     def pointee(self) -> T.Type:

@@ -11,13 +11,37 @@ back to the same double) except NaNs with a non-default payload, which print the
 from __future__ import annotations
 
 import math
-import re
 import struct
 
 # Bare words: op names (``wi.global_id``), attribute keys (``sycl-restrict``), params.
-BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-BARE_VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-OP_NAME = re.compile(r"[a-z_][a-z0-9_.]*")
+# As regular expressions for the parser (compiled on first use: the printer, which every
+# build runs, tests the same sets of characters without them).
+_PATTERNS = {"BARE_KEY": r"[A-Za-z_][A-Za-z0-9_.\-]*",
+             "BARE_VALUE_NAME": r"[A-Za-z_][A-Za-z0-9_]*",
+             "OP_NAME": r"[a-z_][a-z0-9_.]*"}
+_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_CHARS = _FIRST | frozenset("0123456789")
+_KEY_CHARS = _NAME_CHARS | frozenset(".-")
+
+
+def __getattr__(name: str):
+    pattern = _PATTERNS.get(name)
+    if pattern is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import re
+    compiled = globals()[name] = re.compile(pattern)
+    return compiled
+
+
+def is_bare_key(s: str) -> bool:
+    """``BARE_KEY.fullmatch(s)``: an attribute key that prints without quotes."""
+    return bool(s) and s[0] in _FIRST and all(c in _KEY_CHARS for c in s)
+
+
+def is_bare_value_name(s: str) -> bool:
+    """``BARE_VALUE_NAME.fullmatch(s)``: a parameter name that prints without quotes."""
+    return bool(s) and s[0] in _FIRST and all(c in _NAME_CHARS for c in s)
+
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 UNESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
@@ -54,4 +78,4 @@ def format_float(x: float) -> str:
 
 
 def key_text(key: str) -> str:
-    return key if BARE_KEY.fullmatch(key) else quote(key)
+    return key if is_bare_key(key) else quote(key)

@@ -14,19 +14,36 @@ location. The set of op names and their shapes is the catalogue in ``ir.ops``.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Iterator
 
+from .._records import FrozenValue, Record
 from .types import VOID, Type
 
+_set = object.__setattr__
+_NEW: Any = object()   # an argument not given: a new empty list or dict
 
-@dataclasses.dataclass(frozen=True)
-class Loc:
-    """A source location: file, 1-based line, 0-based column."""
 
-    file: str = ""
-    line: int = 0
-    col: int = 0
+class Loc(FrozenValue):
+    """A source location: file, 1-based line, 0-based column. (Frozen value classes and
+    records below are written out by hand with dataclass semantics: _records.py.)"""
+
+    __slots__ = _fields = ("file", "line", "col")
+    file: str
+    line: int
+    col: int
+
+    def __init__(self, file: str = "", line: int = 0, col: int = 0):
+        _set(self, "file", file)
+        _set(self, "line", line)
+        _set(self, "col", col)
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.file, self.line, self.col) == (other.file, other.line, other.col)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.file, self.line, self.col))
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
@@ -98,25 +115,30 @@ class Region:
         return len(self.ops)
 
 
-@dataclasses.dataclass
-class Param:
+class Param(Record):
+    _fields = ("name", "type", "properties", "value")
+    _eq_fields = _repr_fields = ("name", "type", "properties")
     name: str
     type: Type
     # Compile-time properties of this parameter as meta name -> meta value strings
     # ("sycl-restrict" -> "", "sycl-alignment" -> "64"); carried mechanically.
-    properties: dict[str, str] = dataclasses.field(default_factory=dict)
-    value: Value = dataclasses.field(init=False, repr=False, compare=False)
+    properties: dict[str, str]
+    value: Value   # not an argument; not compared or printed
 
-    def __post_init__(self):
+    def __init__(self, name: str, type: Type, properties: dict[str, str] = _NEW):
+        self.name = name
+        self.type = type
+        self.properties = {} if properties is _NEW else properties
         self.value = Value(self.type, self.name)
 
 
-@dataclasses.dataclass
-class Function:
+class Function(Record):
     """A kernel (``kind="kernel"``), a device function (``"device"``, internal to its
     image), an exported ``@sycl.external`` (``"external"``) or an import declaration
     (``"declare"``, no body)."""
 
+    _fields = ("name", "kind", "params", "return_type", "body", "loc", "properties",
+               "attrs")
     name: str
     kind: str
     params: list[Param]
@@ -124,8 +146,20 @@ class Function:
     body: Region | None = None
     loc: Loc = UNKNOWN_LOC
     # Kernel properties: meta name -> meta value ("sycl-work-group-size" -> "16,1,1").
-    properties: dict[str, str] = dataclasses.field(default_factory=dict)
-    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    properties: dict[str, str]
+    attrs: dict[str, Any]
+
+    def __init__(self, name: str, kind: str, params: list[Param], return_type: Type = VOID,
+                 body: Region | None = None, loc: Loc = UNKNOWN_LOC,
+                 properties: dict[str, str] = _NEW, attrs: dict[str, Any] = _NEW):
+        self.name = name
+        self.kind = kind
+        self.params = params
+        self.return_type = return_type
+        self.body = body
+        self.loc = loc
+        self.properties = {} if properties is _NEW else properties
+        self.attrs = {} if attrs is _NEW else attrs
 
     @property
     def is_declaration(self) -> bool:
@@ -136,33 +170,52 @@ class Function:
             yield from self.body.walk()
 
 
-@dataclasses.dataclass
-class SpecConstantDecl:
+class SpecConstantDecl(Record):
     """A ``specialization_id`` used by the module: symbolic ID, type, default bytes."""
 
+    _fields = ("unique_id", "type", "default")
     unique_id: str
     type: Type
     default: bytes
 
+    def __init__(self, unique_id: str, type: Type, default: bytes):
+        self.unique_id = unique_id
+        self.type = type
+        self.default = default
 
-@dataclasses.dataclass
-class DeviceGlobalDecl:
+
+class DeviceGlobalDecl(Record):
     """A ``device_global`` used by the module; ``properties`` as meta name -> value."""
 
+    _fields = ("unique_id", "type", "properties")
     unique_id: str
     type: Type
-    properties: dict[str, str] = dataclasses.field(default_factory=dict)
+    properties: dict[str, str]
+
+    def __init__(self, unique_id: str, type: Type, properties: dict[str, str] = _NEW):
+        self.unique_id = unique_id
+        self.type = type
+        self.properties = {} if properties is _NEW else properties
 
 
-@dataclasses.dataclass
-class Module:
+class Module(Record):
     """One translation unit's worth of IR (an input/object image's payload)."""
 
+    _fields = ("name", "functions", "spec_constants", "device_globals", "attrs")
     name: str
-    functions: list[Function] = dataclasses.field(default_factory=list)
-    spec_constants: list[SpecConstantDecl] = dataclasses.field(default_factory=list)
-    device_globals: list[DeviceGlobalDecl] = dataclasses.field(default_factory=list)
-    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    functions: list[Function]
+    spec_constants: list[SpecConstantDecl]
+    device_globals: list[DeviceGlobalDecl]
+    attrs: dict[str, Any]
+
+    def __init__(self, name: str, functions: list[Function] = _NEW,
+                 spec_constants: list[SpecConstantDecl] = _NEW,
+                 device_globals: list[DeviceGlobalDecl] = _NEW, attrs: dict[str, Any] = _NEW):
+        self.name = name
+        self.functions = [] if functions is _NEW else functions
+        self.spec_constants = [] if spec_constants is _NEW else spec_constants
+        self.device_globals = [] if device_globals is _NEW else device_globals
+        self.attrs = {} if attrs is _NEW else attrs
 
     def function(self, name: str) -> Function:
         for f in self.functions:

@@ -10,17 +10,27 @@ Shapes: ``operands`` is an exact count or ``None`` (variadic); ``regions`` an ex
 """
 from __future__ import annotations
 
-import dataclasses
+from .._records import FrozenValue
 
 
-@dataclasses.dataclass(frozen=True)
-class OpDef:
+class OpDef(FrozenValue):
+    """One catalogue entry (a frozen value class, _records.py)."""
+
+    __slots__ = _fields = ("name", "operands", "regions", "result", "attrs", "doc")
     name: str
     operands: int | None
     regions: int
     result: str
     attrs: tuple[str, ...]
     doc: str
+
+    def __init__(self, name, operands, regions, result, attrs, doc):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "operands", operands)
+        object.__setattr__(self, "regions", regions)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "attrs", attrs)
+        object.__setattr__(self, "doc", doc)
 
 
 CATALOGUE: dict[str, OpDef] = {}
@@ -135,10 +145,12 @@ _op("return", None, 0, "none", [], "Return from the function (0 or 1 operand).")
 _op("assert", 1, 0, "none", ["msg"], "Checked in debug builds, removed otherwise.")
 
 # Native CPU work-group fission (emitted only by passes/work_group_fission.py) -----
-_op("wg.items", 0, 1, "none", [],
+_op("wg.items", None, 1, "none", [],
     "Run the region once for each work-item of the work-group in local linear order; "
     "wi.* ops inside refer to that item. A `var` with attr per_item=True has one copy per "
-    "work-item, other vars one copy per work-group.")
+    "work-item, other vars one copy per work-group. Optional operands lo, hi (i64; "
+    "passes/split_item_range): on the items whose local id in the last dimension is in "
+    "[lo, hi), every cmp inside with attr interior=True is true.")
 
 TERMINATORS = frozenset({"break", "continue", "return", "yield"})
 CONTROL_FLOW = frozenset({"if", "for", "while"})

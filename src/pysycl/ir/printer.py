@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._syntax import BARE_VALUE_NAME, format_float, key_text, quote
+from ._syntax import format_float, is_bare_value_name, key_text, quote
 from .core import UNKNOWN_LOC, Function, Loc, Module, Op, Param, Region, Value
 from .types import VOID, Type
 
@@ -141,7 +141,7 @@ def _dict_suffix(prefix: str, d: dict) -> str:
 def _value_name(name: str) -> str:
     # Parameter names are Python identifiers; anything else is quoted so it cannot be
     # mistaken for a numbered result.
-    return name if BARE_VALUE_NAME.fullmatch(name) else quote(name)
+    return name if is_bare_value_name(name) else quote(name)
 
 
 def _spec_const_line(s) -> str:

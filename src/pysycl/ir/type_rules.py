@@ -321,6 +321,16 @@ def _for(op: Op, m: Module) -> str | None:
     return None
 
 
+@_rule("wg.items")
+def _wg_items(op: Op, m: Module) -> str | None:
+    if len(op.operands) not in (0, 2):
+        return f"has {len(op.operands)} operands, expected none or (lo, hi)"
+    for i, v in enumerate(op.operands):
+        if v.type != I64:
+            return f"operand {i} has type {v.type}, expected i64"
+    return None
+
+
 @_rule("call")
 def _call(op: Op, m: Module) -> str | None:
     callee = m.get_function(op.attrs["callee"])

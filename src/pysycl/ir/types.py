@@ -8,10 +8,11 @@ PointerType(pointee=ScalarType(name='f32'), space='global')
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator
 
 import numpy as np
+
+from .._records import FrozenValue
 
 ADDRESS_SPACES = ("private", "global", "local", "constant", "generic")
 ACCESS_MODES = ("read_only", "write_only", "read_write")
@@ -23,8 +24,12 @@ _SCALAR_DTYPES = {
 }
 
 
-class Type:
-    """Base of IR types; subclasses are frozen dataclasses (hashable, comparable)."""
+class Type(FrozenValue):
+    """Base of IR types: frozen value classes (hashable, comparable; _records.py), each
+    written out by hand with the semantics of a frozen dataclass: equal when of the same
+    class with equal fields, hashed by the field tuple, ``repr`` ``Name(field=...)``."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -38,19 +43,46 @@ class Type:
         raise TypeError(f"type {self} has no alignment")
 
 
-@dataclasses.dataclass(frozen=True, repr=True)
+_set = object.__setattr__
+
+
 class VoidType(Type):
+    __slots__ = _fields = ()
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return True
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}()"
+
     def __str__(self) -> str:
         return "void"
 
 
-@dataclasses.dataclass(frozen=True)
 class ScalarType(Type):
+    __slots__ = _fields = ("name",)
     name: str  # one of _SCALAR_DTYPES
 
-    def __post_init__(self):
-        if self.name not in _SCALAR_DTYPES:
-            raise ValueError(f"unknown scalar type {self.name!r}")
+    def __init__(self, name: str):
+        _set(self, "name", name)
+        if name not in _SCALAR_DTYPES:
+            raise ValueError(f"unknown scalar type {name!r}")
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.name,) == (other.name,)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.name,))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(name={self.name!r})"
 
     def __str__(self) -> str:
         return self.name
@@ -88,12 +120,24 @@ class ScalarType(Type):
         return 1 if self.is_bool else self.size * 8
 
 
-@dataclasses.dataclass(frozen=True)
 class VecType(Type):
     """``sycl.vec``: C++ ``vec<T,n>`` size and alignment (a 3-vector takes 4 slots)."""
 
+    __slots__ = _fields = ("elem", "n")
     elem: ScalarType
     n: int
+
+    def __init__(self, elem: ScalarType, n: int):
+        _set(self, "elem", elem)
+        _set(self, "n", n)
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.elem, self.n) == (other.elem, other.n)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.elem, self.n))
 
     def __str__(self) -> str:
         return f"vec<{self.elem},{self.n}>"
@@ -107,10 +151,22 @@ class VecType(Type):
         return self.size
 
 
-@dataclasses.dataclass(frozen=True)
 class ArrayType(Type):
+    __slots__ = _fields = ("elem", "n")
     elem: Type
     n: int
+
+    def __init__(self, elem: Type, n: int):
+        _set(self, "elem", elem)
+        _set(self, "n", n)
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.elem, self.n) == (other.elem, other.n)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.elem, self.n))
 
     def __str__(self) -> str:
         return f"[{self.n} x {self.elem}]"
@@ -124,21 +180,32 @@ class ArrayType(Type):
         return self.elem.align
 
 
-@dataclasses.dataclass(frozen=True)
-class StructField:
+class StructField(FrozenValue):
+    __slots__ = _fields = ("name", "type", "offset")
     name: str
     type: Type
     offset: int
 
+    def __init__(self, name: str, type: Type, offset: int):
+        _set(self, "name", name)
+        _set(self, "type", type)
+        _set(self, "offset", offset)
 
-@dataclasses.dataclass(frozen=True)
+
 class StructType(Type):
     """A C-layout struct with explicit offsets (padding and over-alignment are kept)."""
 
+    __slots__ = _fields = ("name", "fields", "size_", "align_")
     name: str
     fields: tuple[StructField, ...]
     size_: int
     align_: int
+
+    def __init__(self, name: str, fields: tuple[StructField, ...], size_: int, align_: int):
+        _set(self, "name", name)
+        _set(self, "fields", fields)
+        _set(self, "size_", size_)
+        _set(self, "align_", align_)
 
     def __str__(self) -> str:
         body = ",".join(f"{f.name}:{f.type}@{f.offset}" for f in self.fields)
@@ -165,22 +232,38 @@ class StructType(Type):
         raise KeyError(name)
 
 
-@dataclasses.dataclass(frozen=True)
 class TupleType(Type):
+    __slots__ = _fields = ("elems",)
     elems: tuple[Type, ...]
+
+    def __init__(self, elems: tuple[Type, ...]):
+        _set(self, "elems", elems)
 
     def __str__(self) -> str:
         return "tuple<" + ",".join(str(e) for e in self.elems) + ">"
 
 
-@dataclasses.dataclass(frozen=True)
 class PointerType(Type):
+    __slots__ = _fields = ("pointee", "space")
     pointee: Type
-    space: str = "global"
+    space: str
 
-    def __post_init__(self):
-        if self.space not in ADDRESS_SPACES:
-            raise ValueError(f"unknown address space {self.space!r}")
+    def __init__(self, pointee: Type, space: str = "global"):
+        _set(self, "pointee", pointee)
+        _set(self, "space", space)
+        if space not in ADDRESS_SPACES:
+            raise ValueError(f"unknown address space {space!r}")
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.pointee, self.space) == (other.pointee, other.space)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.pointee, self.space))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(pointee={self.pointee!r}, space={self.space!r})"
 
     def __str__(self) -> str:
         return f"ptr<{self.space},{self.pointee}>"
@@ -194,38 +277,57 @@ class PointerType(Type):
         return 8
 
 
-@dataclasses.dataclass(frozen=True)
 class AccessorType(Type):
     """A buffer accessor parameter: element pointer + memory range + linear offset."""
 
+    __slots__ = _fields = ("elem", "dims", "mode")
     elem: Type
     dims: int
-    mode: str = "read_write"
+    mode: str
 
-    def __post_init__(self):
-        if self.mode not in ACCESS_MODES:
-            raise ValueError(f"unknown access mode {self.mode!r}")
+    def __init__(self, elem: Type, dims: int, mode: str = "read_write"):
+        _set(self, "elem", elem)
+        _set(self, "dims", dims)
+        _set(self, "mode", mode)
+        if mode not in ACCESS_MODES:
+            raise ValueError(f"unknown access mode {mode!r}")
 
     def __str__(self) -> str:
         return f"accessor<{self.elem},{self.dims},{self.mode}>"
 
 
-@dataclasses.dataclass(frozen=True)
 class LocalAccessorType(Type):
+    __slots__ = _fields = ("elem", "dims")
     elem: Type
     dims: int
+
+    def __init__(self, elem: Type, dims: int):
+        _set(self, "elem", elem)
+        _set(self, "dims", dims)
 
     def __str__(self) -> str:
         return f"local_accessor<{self.elem},{self.dims}>"
 
 
-@dataclasses.dataclass(frozen=True)
 class IndexSpaceType(Type):
     """Work-item objects and index tuples: ``id``, ``range``, ``item``, ``nd_item``,
     ``group``, ``sub_group``, ``kernel_handler``. They have no storage of their own."""
 
+    __slots__ = _fields = ("kind", "dims")
     kind: str
-    dims: int = 0
+    dims: int
+
+    def __init__(self, kind: str, dims: int = 0):
+        _set(self, "kind", kind)
+        _set(self, "dims", dims)
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.kind, self.dims) == (other.kind, other.dims)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.kind, self.dims))
 
     def __str__(self) -> str:
         return f"{self.kind}<{self.dims}>" if self.dims else self.kind

@@ -20,8 +20,7 @@ control ops, an SSA value may be used outside the region that defines it:
 """
 from __future__ import annotations
 
-import dataclasses
-
+from pysycl._records import Record
 from pysycl.errors import errc, exception
 from pysycl.ir.clone import clone_op
 from pysycl.ir.core import Function, Op, Region, Value
@@ -40,12 +39,18 @@ PURE_PER_ITEM = frozenset({"acc.ptr", "ptr.offset", "ptr.elem", "ptr.field",
 MAX_RECOMPUTE = 24  # ops; longer expressions go through a var
 
 
-@dataclasses.dataclass
-class _Use:
+class _Use(Record):
+    _fields = ("op", "index", "ctx", "region")
     op: Op
     index: int
     ctx: Op | None          # the wg.items op around the use; None at group level
     region: Region          # the region holding ``op``
+
+    def __init__(self, op, index, ctx, region):
+        self.op = op
+        self.index = index
+        self.ctx = ctx
+        self.region = region
 
 
 class _Localiser:
@@ -140,11 +145,16 @@ def localise_values(f: Function) -> list[Op]:
     return loc.new_vars
 
 
-@dataclasses.dataclass
-class _Access:
+class _Access(Record):
+    _fields = ("ctx", "in_group_loop", "kind")
     ctx: Op | None
     in_group_loop: bool
     kind: str
+
+    def __init__(self, ctx, in_group_loop, kind):
+        self.ctx = ctx
+        self.in_group_loop = in_group_loop
+        self.kind = kind
 
 
 def place_vars(f: Function, hoisted: list[Op], fission_vars: list[Op]) -> None:

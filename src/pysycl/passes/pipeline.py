@@ -14,11 +14,11 @@ Each run records per-pass wall times in ``PassManager.timings``.
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from typing import Any, Callable, TextIO
 
+from pysycl._records import FrozenValue, Record
 from pysycl.errors import errc, exception
 from pysycl.ir.core import Module
 from pysycl.ir.printer import print_module
@@ -29,17 +29,28 @@ from .unroll_static_range import unroll_static_range
 from .work_group_fission import work_group_fission
 
 PassFunction = Callable[[Module, "PassOptions"], "Module | None"]
+_NEW_DICT: Any = object()   # PassOptions(extra=...) not given: a new dict
 
 
-@dataclasses.dataclass
-class PassOptions:
-    """What passes may consult. ``dump`` None means: ask ``config.dump_stages()``."""
+class PassOptions(Record):
+    """What passes may consult. ``dump`` None means: ask ``config.dump_stages()``.
+    (A mutable record, _records.py.)"""
 
+    _fields = ("verify", "dump", "dump_stream", "target", "extra")
     verify: bool = False
     dump: frozenset[str] | None = None
     dump_stream: TextIO | None = None
     target: str = ""
-    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    extra: dict[str, Any]
+
+    def __init__(self, verify: bool = False, dump: frozenset[str] | None = None,
+                 dump_stream: TextIO | None = None, target: str = "",
+                 extra: dict[str, Any] = _NEW_DICT):
+        self.verify = verify
+        self.dump = dump
+        self.dump_stream = dump_stream
+        self.target = target
+        self.extra = {} if extra is _NEW_DICT else extra
 
     def dump_stages(self) -> frozenset[str]:
         if self.dump is None:
@@ -48,11 +59,16 @@ class PassOptions:
         return self.dump
 
 
-@dataclasses.dataclass(frozen=True)
-class PassEntry:
+class PassEntry(FrozenValue):
+    __slots__ = _fields = ("name", "run", "reason")
     name: str
     run: PassFunction
     reason: str
+
+    def __init__(self, name, run, reason):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "run", run)
+        object.__setattr__(self, "reason", reason)
 
 
 class PassManager:
@@ -122,6 +138,7 @@ def run_compile_pipeline(module: Module, options: PassOptions | None = None) -> 
 def native_cpu_kernel_pipeline() -> PassManager:
     """IR passes for kernels on the native CPU device, after link and spec-constant lowering."""
     from .forward_constants import forward_constant_vars
+    from .split_item_range import split_item_range
     from .strip_uniform_loops import strip_uniform_loops
 
     pm = PassManager("native_cpu")
@@ -132,6 +149,9 @@ def native_cpu_kernel_pipeline() -> PassManager:
     pm.add_pass(strip_uniform_loops, "uniform kernel loops get implicit barriers, so the "
                                      "work-item loop inside them is innermost and vectorises")
     pm.add_pass(_OptimisedFission(), "one thread runs a work-group: split at barriers")
+    pm.add_pass(split_item_range, "bounds checks of the innermost work-item id hold on an "
+                                  "interior interval of each row: the row loop is split "
+                                  "there, so guarded code vectorises without masks")
     return pm
 
 

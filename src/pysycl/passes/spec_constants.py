@@ -22,11 +22,11 @@ own padding is kept inside its size. Emulated loads are therefore unaligned load
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator, Mapping
 
 import numpy as np
 
+from .._records import Record
 from ..errors import errc, exception
 from ..ir.core import Function, Module, Op
 from ..ir.types import ArrayType, ScalarType, StructType, Type, VecType
@@ -35,8 +35,7 @@ PADDING_LEAF_ID = 0xFFFFFFFF
 LOWERINGS = ("literal", "emulated", "native")
 
 
-@dataclasses.dataclass
-class SpecConstantIds:
+class SpecConstantIds(Record):
     """The result of ``assign_spec_constant_ids``.
 
     ``ids``: symbolic ID -> ``[(leaf ID, offset in the constant, size), ...]`` (the
@@ -46,10 +45,18 @@ class SpecConstantIds:
     symbolic ID -> offset in that buffer. Unpacks as ``ids, default_values``.
     """
 
+    _fields = ("ids", "default_values", "offsets", "types")
     ids: dict[str, list[tuple[int, int, int]]]
     default_values: bytes
     offsets: dict[str, int]
     types: dict[str, Type]
+
+    def __init__(self, ids: dict[str, list[tuple[int, int, int]]], default_values: bytes,
+                 offsets: dict[str, int], types: dict[str, Type]):
+        self.ids = ids
+        self.default_values = default_values
+        self.offsets = offsets
+        self.types = types
 
     def __iter__(self):
         return iter((self.ids, self.default_values))

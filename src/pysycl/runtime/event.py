@@ -20,6 +20,7 @@ from ..errors import errc, exception
 from .info import event_command_status, get_info
 
 _lock = threading.Lock()
+_acquire, _release = _lock.acquire, _lock.release
 _tls = threading.local()
 
 # Command kinds.
@@ -188,13 +189,16 @@ _new = event.__new__
 
 def complete(ev: event, error: BaseException | None = None) -> None:
     """Mark ``ev`` complete (once), wake waiters, run dependants' callbacks."""
-    with _lock:
-        if ev._done:
-            return
-        ev._done = True
-        callbacks, ev._callbacks = ev._callbacks, None
-        flag = ev._flag
-        ev._run = None  # drop the command's closure (and the objects it kept alive)
+    _acquire()   # (no ``with``: this runs once per command; attribute writes only)
+    if ev._done:
+        _release()
+        return
+    ev._done = True
+    callbacks, ev._callbacks = ev._callbacks, None
+    flag = ev._flag
+    run, ev._run = ev._run, None  # drop the command's closure (and what it keeps alive)
+    _release()
+    del run      # (outside the lock: dropping it may run finalizers)
     if ev._times is not None:
         ev._times[2] = time.perf_counter_ns()
     if error is not None:

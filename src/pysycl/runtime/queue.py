@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import threading
+from threading import get_ident as _get_ident
 
 from ..errors import errc, exception
 from .context import context as context_cls
@@ -24,6 +25,7 @@ from .event import (STREAM, _token_done, complete, event, issued_event,
                     new_event, set_token)
 from .handler import handler
 from .ranges import nd_range as nd_range_cls
+from .ranges import range as range_cls
 from .scheduler import enqueue
 
 _launch_module = None
@@ -104,6 +106,8 @@ class queue:
         # kernel -> _FastLaunch (or False): the shortcut parallel_for / single_task of an
         # already-built kernel with no depends_on / properties, see _FastLaunch.
         self._fast: dict = {}
+        # (event, thread id) of the newest launch issued by a _FastLaunch here.
+        self._fast_last = (None, None)
 
     def _create_stream(self):
         kwargs = {}
@@ -229,7 +233,10 @@ class queue:
             except TypeError:
                 fast = False
             if fast:
-                if range_or_nd_range is fast.last_r:   # the range of the last launch
+                last_r = fast.last_r
+                if range_or_nd_range is last_r or (
+                        # the range of the last launch, or a sycl.range equal to it
+                        range_or_nd_range.__class__ is range_cls and range_or_nd_range == last_r):
                     ev = fast._issue(fast.last_g, None, None, args)
                 else:
                     ev = fast.parallel_for(range_or_nd_range, args)
@@ -389,9 +396,15 @@ class _FastLaunch:
     None and takes the general path, which raises the same errors.
 
     Per launch it does only what can change: the range is checked once per range object
-    (the last one is remembered), the driver's launch is bound to the queue's stream
-    (``Launcher.bind``), and a driver whose launch tokens are never complete on return
-    (``launch_tokens_pending``: CUDA) is not asked about completion at issue time."""
+    (the last one is remembered, and a new ``sycl.range`` equal to it needs no checks),
+    the driver's launch is bound to the queue's stream (``Launcher.bind``), and a driver
+    whose launch tokens are never complete on return (``launch_tokens_pending``: CUDA,
+    OpenCL) is not asked about completion at issue time.
+
+    Threads may share a queue: on an in-order queue the launch is issued and recorded as
+    the queue's last command under the queue's lock; on an out-of-order queue a launch
+    replaces the previous one in the list ``q.wait()`` waits for only when the same
+    thread issued both (same in-order stream, so the older finishes first)."""
 
     __slots__ = ("q", "launcher", "packer", "cgh", "index_kind", "dims", "stream",
                  "local_limit", "desc", "done_event", "done_token", "bound", "poll",
@@ -423,7 +436,13 @@ class _FastLaunch:
         if r is self.last_r:
             return self._issue(self.last_g, None, None, args)
         t = type(r)
-        if t is int:
+        if t is range_cls:
+            # 1 to 3 ints >= 0 (checked when it was made); a new range equal to the last
+            # one (``q.parallel_for(sycl.range(n), ...)`` in a loop) needs no checks.
+            if r == self.last_r:
+                return self._issue(self.last_g, None, None, args)
+            g, l, off = tuple(r), None, None
+        elif t is int:
             if r < 0:
                 return None
             g, l, off = (r,), None, (0,)
@@ -458,75 +477,110 @@ class _FastLaunch:
 
     def _issue(self, g, l, off, args):
         q = self.q
-        in_order = q._in_order
-        if in_order:
-            last = q._last
-            if last is not None and last is not self.last_issued and not last._done and not (
-                    # already issued to this queue's in-order stream: the stream orders it
-                    last._kind == STREAM and last._started and q._stream_in_order
-                    and getattr(last._token, "stream", None) is self.stream):
-                return None
         keep: list = []
         packed, local_bytes = self.packer.pack(args, self.cgh, keep)
         if local_bytes > self.local_limit:
             return None
+        bound = self.bound if off is None else None
+        if q._in_order:
+            # Issue and record the queue's last command under its lock: another thread's
+            # launch cannot come between (the next command must follow the newest).
+            lock = q._lock
+            lock.acquire()
+            try:
+                last = q._last
+                if last is not None and last is not self.last_issued and not last._done \
+                        and not (
+                        # already issued to this queue's in-order stream: the stream orders it
+                        last._kind == STREAM and last._started and q._stream_in_order
+                        and getattr(last._token, "stream", None) is self.stream):
+                    return None
+                try:
+                    if bound is not None:
+                        tok = bound(g, l, packed, local_bytes)
+                    else:
+                        tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
+                except BaseException as e:  # noqa: BLE001 - reported below, unlocked
+                    error = e
+                else:
+                    ev = q._last = self._event(q, tok, keep)
+                    if q._stream_in_order:
+                        self.last_issued = ev
+                    return ev
+            finally:
+                lock.release()
+            return self._failed(q, error)
         try:
-            if off is None and self.bound is not None:
-                tok = self.bound(g, l, packed, local_bytes)
+            if bound is not None:
+                tok = bound(g, l, packed, local_bytes)
             else:
                 tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
         except BaseException as e:  # noqa: BLE001 - asynchronous, as on the general path
-            ev = new_event(q, STREAM, None)
-            ev._started = True
-            complete(ev, e)
-            return self._track(q, ev)
+            return self._failed(q, e)
+        if self.poll:
+            if tok is None or tok is self.done_token or _token_done(tok):
+                self.done_token = tok    # (as in _event, inline: native CPU's every launch)
+                return self.done_event
+            ev = self._pending(q, tok, keep)
+        else:
+            ev = issued_event(q, STREAM, tok, keep.__len__ if keep else None)
+        out = q._outstanding
+        if q._stream_in_order:
+            me = _get_ident()
+            prev, prev_thread = q._fast_last
+            q._fast_last = (ev, me)
+        else:
+            prev = prev_thread = me = None
+        if out and ev._run is None:
+            newest = out[-1]
+            # q.wait() needs only the newer of two plain launches this thread issued one
+            # after the other to one in-order stream (the older finishes first), and no
+            # finished command. Without this a burst of launches that are all still
+            # running grew the list and re-filtered it on every launch. (A launch of
+            # another thread may have been issued after it was, so not that one.)
+            if newest._done or (newest is prev and prev_thread == me and
+                                prev._run is None and prev._callbacks is None):
+                out[-1] = ev
+                return ev
+        out.append(ev)
+        if len(out) > 256:
+            q._outstanding = [e for e in out if not e._done]
+        return ev
+
+    def _event(self, q, tok, keep):
+        """The event of a launch the driver issued (token ``tok``)."""
         if self.poll:
             if tok is None or tok is self.done_token or _token_done(tok):
                 # Finished before the driver returned (native CPU): one complete event
                 # serves every such launch (nothing in it changes once complete; errors
-                # of failed launches get events of their own above).
+                # of failed launches get events of their own, see _failed).
                 self.done_token = tok
-                ev = self.done_event
-                if in_order:
-                    q._last = ev
-                return ev
-            ev = new_event(q, STREAM, None)
-            ev._started = True
-            if keep:
-                ev._run = keep.__len__   # holds interop objects until the command completes
-            set_token(ev, tok)
-        else:
-            # new_event + set_token, without asking the driver whether the launch it
-            # just issued is complete (a fresh event nobody waits on or watches yet).
-            ev = issued_event(q, STREAM, tok, keep.__len__ if keep else None)
-        if q._stream_in_order:
-            self.last_issued = ev
-        return self._track(q, ev)
+                return self.done_event
+            return self._pending(q, tok, keep)
+        # new_event + set_token, without asking the driver whether the launch it just
+        # issued is complete (a fresh event nobody waits on or watches yet).
+        return issued_event(q, STREAM, tok, keep.__len__ if keep else None)
 
     @staticmethod
-    def _track(q, ev):
+    def _pending(q, tok, keep):
+        ev = new_event(q, STREAM, None)
+        ev._started = True
+        if keep:
+            ev._run = keep.__len__   # holds interop objects until the command completes
+        set_token(ev, tok)
+        return ev
+
+    @staticmethod
+    def _failed(q, error):
+        """A complete event carrying ``error`` (an asynchronous error of the queue)."""
+        ev = new_event(q, STREAM, None)
+        ev._started = True
+        complete(ev, error)
         if q._in_order:
-            lock = q._lock
-            lock.acquire()
-            q._last = ev
-            lock.release()
+            with q._lock:
+                q._last = ev
         else:
-            out = q._outstanding
-            if out and ev._run is None:
-                prev = out[-1]
-                # A plain launch issued just before on the same in-order stream is
-                # finished when this one is: q.wait() needs only the newer (without this,
-                # a burst of launches that are all still running grew the list and
-                # re-filtered it on every launch).
-                if prev._done or (prev._kind == STREAM and prev._started and
-                                  prev._run is None and prev._callbacks is None and
-                                  q._stream_in_order and getattr(prev._token, "stream", None)
-                                  is getattr(ev._token, "stream", False)):
-                    out[-1] = ev
-                    return ev
-            out.append(ev)
-            if len(out) > 256:
-                q._outstanding = [e for e in out if not e._done]
+            q._outstanding.append(ev)
         return ev
 
 

@@ -92,6 +92,86 @@ def test_local_memory_reduction(driver, device, queue, build, local):
     np.testing.assert_array_equal(out, x.reshape(-1, local).sum(axis=1))
 
 
+def test_arguments_set_only_when_changed(driver, device, queue, build):
+    """A kernel object keeps its arguments between launches; the driver sets those that
+    changed (by identity or value), whatever the memory kind or path."""
+    kinds = ["buffer"] + [k for k in ("device", "shared") if f"usm_{k}_allocations" in
+                          device.aspects]
+    n = 500
+    prg = build(VADD, ["vadd"])
+    data = [rng.random(n, dtype=np.float32) for _ in range(3)]
+    allocs = {(kind, i): upload(driver, device, queue, data[i], kind)
+              for kind in kinds for i in range(3)}
+    outs = {kind: driver.alloc(device, 4 * n, kind) for kind in kinds}
+    count = scalar(np.int64(n))
+    steps = [(ko, ka, kb, i, j, m) for ko in kinds for ka in kinds for kb in kinds
+             for (i, j, m) in ((0, 1, n), (1, 2, n), (1, 2, 17), (2, 0, n))]
+    for ko, ka, kb, i, j, m in steps:
+        O = outs[ko]
+        driver.fill(queue, O, 0, b"\0" * 4, 4 * n).wait()
+        args = [mem(O), mem(allocs[ka, i]), mem(allocs[kb, j]),
+                count if m == n else scalar(np.int64(m))]
+        ev = driver.launch(queue, prg, "vadd", [512], None, args)
+        got = download(driver, queue, O, data[0], [ev])
+        want = np.zeros(n, np.float32)
+        want[:m] = (data[i] + data[j])[:m]
+        np.testing.assert_array_equal(got, want, err_msg=f"{(ko, ka, kb, i, j, m)}")
+    # a mutable value (bytearray) is set again at every launch, even the same object
+    raw = bytearray(np.int64(n).tobytes())
+    grow = KernelArg(KernelArgKind.scalar, raw)
+    O, A, B = outs["buffer"], allocs["buffer", 0], allocs["buffer", 1]
+    for m in (n, 9, 100):
+        raw[:] = np.int64(m).tobytes()
+        driver.fill(queue, O, 0, b"\0" * 4, 4 * n).wait()
+        ev = driver.launch(queue, prg, "vadd", [512], None, [mem(O), mem(A), mem(B), grow])
+        got = download(driver, queue, O, data[0], [ev])
+        assert (got[:m] == (data[0] + data[1])[:m]).all() and not got[m:].any()
+    for x in list(allocs.values()) + list(outs.values()):
+        driver.free(x)
+
+
+def test_bound_launch_and_general_launch_share_the_kernel(driver, device, queue, build):
+    n = 256
+    prg = build(VADD, ["vadd"])
+    a, b, c = (rng.random(n, dtype=np.float32) for _ in range(3))
+    A, B, C = (upload(driver, device, queue, x, "buffer") for x in (a, b, c))
+    O = driver.alloc(device, 4 * n, "buffer")
+    bound = driver.bind_launch(queue, prg, "vadd", scalar(np.int64(n)))
+    other = driver.bind_launch(queue, prg, "vadd", scalar(np.int64(n // 2)))
+    for args, trailing_n, fn in [([mem(O), mem(A), mem(B)], n, bound),
+                                 ([mem(O), mem(A), mem(C)], n, bound),
+                                 ([mem(O), mem(B), mem(C)], n // 2, other),
+                                 ([mem(O), mem(A), mem(B)], n, bound)]:
+        driver.fill(queue, O, 0, b"\0" * 4, 4 * n).wait()
+        ev = fn((n,), None, list(args))
+        assert ev.stream is queue
+        got = download(driver, queue, O, a, [ev])
+        x, y = ({id(A): a, id(B): b, id(C): c}[id(k.value)] for k in args[1:])
+        want = np.zeros(n, np.float32)
+        want[:trailing_n] = (x + y)[:trailing_n]
+        np.testing.assert_array_equal(got, want)
+        # the general launch in between sets the other arguments on the same kernel
+        ev = driver.launch(queue, prg, "vadd", [n], None,
+                           [mem(O), mem(C), mem(C), scalar(np.int64(n))])
+        np.testing.assert_array_equal(download(driver, queue, O, a, [ev]), c + c)
+    with pytest.raises(exception) as info:
+        bound((10,), (3,), [mem(O), mem(A), mem(B)])
+    assert info.value.code() is errc.nd_range
+
+
+def test_local_size_changes_between_launches(driver, device, queue, build):
+    x = rng.integers(-100, 100, 1024, dtype=np.int32)
+    prg = build(LOCAL_REDUCE, ["reduce"])
+    X = upload(driver, device, queue, x, "buffer")
+    for local in (16, 64, 16, 128, 128, 32):
+        O = driver.alloc(device, 4 * (x.size // local), "buffer")
+        ev = driver.launch(queue, prg, "reduce", [x.size], [local],
+                           [mem(O), mem(X), KernelArg(KernelArgKind.local, 4 * local)])
+        out = download(driver, queue, O, np.empty(x.size // local, np.int32), [ev])
+        np.testing.assert_array_equal(out, x.reshape(-1, local).sum(axis=1))
+        driver.free(O)
+
+
 def test_float_atomic_add(driver, device, queue, build):
     x = rng.random(10000, dtype=np.float32)
     prg = build(FLOAT_ATOMIC_SUM, ["fsum"], extensions=frozenset({"SPV_EXT_shader_atomic_float_add"}))

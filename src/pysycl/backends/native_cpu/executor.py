@@ -5,7 +5,10 @@ worker runs native code at once (llvm-backends.md section 3: 1.98x on 2 cores). 
 is split into one contiguous range of work-groups per thread; the calling thread runs the
 first range itself, so ``config.num_threads()`` threads work in all (caller + n-1 pool
 workers). Launches of fewer than ``INLINE_ITEMS`` work-items run inline on the caller:
-waking a worker costs tens of microseconds, more than such a launch.
+waking a worker costs tens of microseconds, more than such a launch usually takes; but
+a work-item may loop over thousands of elements, so the caller times the first
+work-group of such a launch and hands the rest to the pool when it would take longer
+than ``INLINE_SECONDS``.
 
 >>> program = NativeExecutor().load(obj, ["vadd"])                   # doctest: +SKIP
 >>> program.launch("vadd", (n,), None, [KernelArg(KernelArgKind.mem, a.ctypes.data), ...])
@@ -16,6 +19,7 @@ import ctypes
 import itertools
 import math
 import threading
+from time import perf_counter
 from typing import Any, Sequence
 
 try:   # the C type itself: ``queue`` would import heapq & co. (warm start, first launch)
@@ -45,6 +49,16 @@ def device_global_symbol(unique_id: str) -> str:
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_void_p)
 INLINE_ITEMS = 1 << 14
+# ... unless the rest of the launch, at the pace of its first work-group, would take longer
+# than this (a few times the cost of waking the workers). The privatised histogram of
+# benchmarks/ (4096 items, each over 4096 elements, in 64 groups; 16M int32, 2 threads):
+# 56 ms inline, 28 ms with the rest on the pool (Numba: 40 ms).
+INLINE_SECONDS = 100e-6
+# The rest of such a launch goes in chunks of about this long (at least CHUNKS_PER_THREAD
+# per thread), handed out dynamically: fine enough that a thread slowed by another
+# process does not hold up the launch, coarse enough that a chunk's GIL round trip
+# (microseconds) does not count.
+HEAVY_CHUNK_SECONDS = 500e-6
 # Launches of at least this many work-items are cut into CHUNKS_PER_THREAD chunks per
 # thread that threads take as they finish (dynamic scheduling, as Numba's prange does):
 # on a shared machine one slowed core no longer holds up the whole launch.
@@ -299,16 +313,29 @@ class WorkerPool:
 
     def run(self, fn, argv: int, words: int, ngroups: int, local: int, inline: bool,
             items: int = 0) -> None:
-        if inline or self.n == 1 or ngroups == 1:
+        if self.n == 1 or ngroups == 1:
             fn(argv, words, 0, ngroups, self._arena.get(local) if local else 0)
             return
-        workers = min(self.n, ngroups)
-        # Big launches: CHUNKS_PER_THREAD chunks per thread, handed out dynamically;
-        # smaller ones: one contiguous share each (a chunk costs a GIL round trip).
+        first, rest_seconds = 0, 0.0
+        if inline:
+            mem = self._arena.get(local) if local else 0
+            start = perf_counter()
+            fn(argv, words, 0, 1, mem)
+            rest_seconds = (perf_counter() - start) * (ngroups - 1)
+            if rest_seconds < INLINE_SECONDS:
+                fn(argv, words, 1, ngroups, mem)
+                return
+            first = 1                # heavy work-items: the rest goes to the pool
+        rest = ngroups - first
+        workers = min(self.n, rest)
+        # Big (or heavy) launches: at least CHUNKS_PER_THREAD chunks per thread, handed
+        # out dynamically; smaller ones: one contiguous share each (a chunk costs a GIL
+        # round trip).
         chunks = workers
-        if items >= DYNAMIC_ITEMS:
-            chunks = min(ngroups, workers * CHUNKS_PER_THREAD)
-        bounds = [ngroups * i // chunks for i in range(chunks + 1)]
+        if items >= DYNAMIC_ITEMS or first:
+            chunks = min(rest, max(workers * CHUNKS_PER_THREAD,
+                                   int(rest_seconds / HEAVY_CHUNK_SECONDS)))
+        bounds = [first + rest * i // chunks for i in range(chunks + 1)]
         done = SimpleQueue()
         job = (fn, argv, words, bounds, itertools.count(), local, done)
         queues = self._queues or self._start()

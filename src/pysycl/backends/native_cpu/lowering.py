@@ -17,6 +17,10 @@ work-group in ``[group_begin, group_end)``:
   last dimension (SYCL linearisation: the rightmost index varies fastest), with the
   kernel ``alwaysinline``d into it. Loop bounds are clamped to the global range so the
   executor may pick any group shape for ``parallel_for(range)``.
+* row kernels (``passes/split_item_range``: the body is one ``wg.items(lo, hi)``): one
+  call per row of the group's last dimension; the row runs as a loop over the items of
+  the interior ``[lo, hi)``, where the comparisons the pass proved are the constant true,
+  and one over the rest of the row.
 * kernels with barriers (already split by ``passes/work_group_fission`` into ``wg.items``
   regions): one call of the (``noinline``) kernel per group; each ``wg.items`` is a loop
   nest over the group's local ids. Per-item slots are allocas of the group's size in the
@@ -29,12 +33,12 @@ The entry is generated once per possible number of dimensions (known from the ke
 """
 from __future__ import annotations
 
-import dataclasses
-
 from llvmlite import ir as ll
 
+from ..._records import Record
 from ...codegen import LoweringContext, TargetLowering, param_types
 from ...codegen.rules_control import LoopID
+from ...codegen.rules_scalar import lower_cmp
 from ...codegen import types as lt
 from ...ir.core import Function, Op
 from ...ir.types import IndexSpaceType, ScalarType
@@ -46,16 +50,26 @@ _FIELDS = ("global_range", "local_range", "group_range", "global_offset", "group
 _ONE, _ZERO = ll.Constant(lt.I64, 1), ll.Constant(lt.I64, 0)
 
 
-@dataclasses.dataclass
-class WorkItemState:
-    """The hidden coordinates as LLVM i64 values, three per field."""
+class WorkItemState(Record):
+    """The hidden coordinates as LLVM i64 values, three per field. (A record with the
+    semantics of ``@dataclass``, _records.py.)"""
 
+    _fields = _FIELDS
     global_range: list
     local_range: list
     group_range: list
     global_offset: list
     group_id: list
     local_id: list
+
+    def __init__(self, global_range: list, local_range: list, group_range: list,
+                 global_offset: list, group_id: list, local_id: list):
+        self.global_range = global_range
+        self.local_range = local_range
+        self.group_range = group_range
+        self.global_offset = global_offset
+        self.group_id = group_id
+        self.local_id = local_id
 
     def flat(self) -> list:
         return [v for f in _FIELDS for v in getattr(self, f)]
@@ -71,18 +85,24 @@ class NativeCpuLowering(TargetLowering):
     work_group_on_one_thread = True
     addrspaces = {"private": 0, "global": 0, "local": 0, "constant": 0, "generic": 0}
 
+    def __init__(self, target=None, debug: bool = False):
+        super().__init__(target, debug)
+        self.rules["cmp"] = _lower_cmp
+
     # Hidden parameters ------------------------------------------------------------------
     def hidden_params(self, fn: Function):
         # A strip kernel (passes/strip_uniform_loops) is called once per strip of
-        # work-items along its last dimension: local_id there is the strip's first item
-        # and ``strip_end`` one past its last.
-        extra = [("strip_end", lt.I64)] if fn.attrs.get("wi_strip") else []
+        # work-items along its last dimension, a row kernel (passes/split_item_range) once
+        # per row: local_id there is the strip's first item and ``strip_end`` one past its
+        # last.
+        extra = [("strip_end", lt.I64)] if _strip_kind(fn) else []
         return [(f"{f}{d}", lt.I64) for f in _FIELDS for d in range(3)] + extra
 
     def bind_hidden(self, ctx: LoweringContext, args: list) -> None:
         ctx.wi = WorkItemState(*(list(args[3 * i:3 * i + 3]) for i in range(len(_FIELDS))))
         n = 3 * len(_FIELDS)
         ctx.strip = (list(ctx.wi.local_id), args[n]) if len(args) > n else None
+        ctx.interior = False   # lowering the interior loop of a row kernel
 
     def hidden_args(self, ctx: LoweringContext) -> list:
         return ctx.wi.flat()
@@ -166,8 +186,11 @@ class NativeCpuLowering(TargetLowering):
             def item(i):
                 ctx.wi.local_id = [i if k == d else v for k, v in enumerate(ctx.strip[0])]
                 ctx.lower_region(op.regions[0])
-            counted_loop(ctx.builder, first, end, "wg.strip", item,
-                         loop_md=_parallel_loop_id(ctx.llmodule, group))
+            if op.operands:
+                _split_row(ctx, op, first, end, item, group)
+            else:
+                counted_loop(ctx.builder, first, end, "wg.strip", item,
+                             loop_md=_parallel_loop_id(ctx.llmodule, group))
             ctx.wi.local_id = group_level
             _mark_parallel_accesses(fn.blocks[start:], group)
             return
@@ -234,6 +257,41 @@ class NativeCpuLowering(TargetLowering):
     # The entry ------------------------------------------------------------------------------
     def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
         build_entry(self, ctx.llmodule, fn, llfn)
+
+
+def _lower_cmp(ctx: LoweringContext, op: Op):
+    """``cmp``; the constant true for a comparison ``passes/split_item_range`` proved on
+    the interior of a row, while lowering the interior loop."""
+    if getattr(ctx, "interior", False) and op.attrs.get("interior"):
+        return ll.Constant(lt.I1, 1)
+    return lower_cmp(ctx, op)
+
+
+def _split_row(ctx: LoweringContext, op: Op, first, end, item, group) -> None:
+    """The row ``[first, end)`` of a row kernel as two loops (index-set splitting): the
+    interior ``[lo, hi)`` (the ``wg.items`` operands, clamped to the row) with the
+    ``interior`` comparisons true, then the items before and after it, one body for both
+    (a loop over the two pieces around the item loop: the body is compiled twice, not
+    three times). Items of a kernel without barriers may run in any order."""
+    b = ctx.builder
+    lo, hi = (ctx.get(v) for v in op.operands)
+    lo = _smin(b, _smax(b, lo, first), end)
+    hi = _smax(b, _smin(b, hi, end), lo)
+    ctx.interior = True
+    counted_loop(b, lo, hi, "wg.interior", item, loop_md=_parallel_loop_id(ctx.llmodule, group))
+    ctx.interior = False
+
+    def piece(p):
+        tail = b.icmp_signed("!=", p, _ZERO)
+        counted_loop(b, b.select(tail, hi, first), b.select(tail, end, lo), "wg.edge", item,
+                     loop_md=_parallel_loop_id(ctx.llmodule, group))
+    counted_loop(b, _ZERO, ll.Constant(lt.I64, 2), "wg.edges", piece)
+
+
+def _strip_kind(fn: Function):
+    """``wi_strip`` (items per call) of a strip kernel, ``"rows"`` for a row kernel,
+    else None."""
+    return fn.attrs.get("wi_strip") or ("rows" if fn.attrs.get("wi_rows") else None)
 
 
 _ITEM_QUERIES = frozenset({"wi.local_id", "wi.global_id", "wi.local_linear_id",
@@ -422,7 +480,7 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
         switch.add_case(ll.Constant(lt.I64, d), bb)
         b.position_at_end(bb)
         _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, uses_fission(fn),
-                    fn.attrs.get("wi_strip"))
+                    _strip_kind(fn))
         b.branch(exit_bb)
     b.position_at_end(exit_bb)
     b.ret_void()
@@ -512,6 +570,11 @@ def _group_loop(b, dims, launch_vals, gbegin, gend, params, kernel, fission,
             def body(i):
                 lid[d] = i
                 nest(d + 1)
+            if strip == "rows" and d == dims - 1:
+                # Row kernel: one call for the whole row.
+                lid[d] = _ZERO
+                b.call(kernel, params + _hidden(wi, grp, lid) + [hi[d]])
+                return
             if strip and d == dims - 1:
                 # Strip kernel: one call per ``strip`` items of the last dimension.
                 w = ll.Constant(lt.I64, int(strip))
@@ -534,6 +597,10 @@ def _hidden(wi: dict, grp: list, lid: list) -> list:
 
 def _smin(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _smax(b, x, y):
+    return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 __all__ = ["NativeCpuLowering", "WorkItemState", "build_entry", "counted_loop", "kernel_dims",

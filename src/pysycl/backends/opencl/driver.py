@@ -19,7 +19,14 @@ Conventions the rest of pysycl relies on:
   SVM (coarse grain -> device, fine grain -> host/shared), else allocation raises
   ``errc.feature_not_supported``. ``kind="buffer"`` is a ``cl.Buffer``.
 * Completion tokens are :class:`OpenCLEvent`; ``wait_for=`` takes a list of them, which
-  is what an out-of-order queue needs for SYCL's dependency graph.
+  is what an out-of-order queue needs for SYCL's dependency graph. A token's ``stream``
+  is the (in-order) queue it went to.
+* Launches: one ``cl.Kernel`` per (program, kernel name), shared by every queue; a launch
+  sets only the arguments that changed since that kernel object's last launch
+  (:class:`_KernelState`), and ``bind_launch`` gives the runtime's fast path a launch of
+  one kernel on one queue with everything looked up once. At most a few hundred
+  launches are in flight per queue (:class:`_InFlight`: Intel's CPU runtime enqueues
+  USM-argument kernels more slowly the deeper its queue).
 * Device globals: ``clGetDeviceGlobalVariablePointerINTEL`` gives the variable's USM
   address in the built program and the copy is a USM memcpy (read_global/write_global).
   The variable must keep external linkage and its IR name in the SPIR-V module (the
@@ -31,6 +38,7 @@ Conventions the rest of pysycl relies on:
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import logging
 import threading
@@ -83,13 +91,16 @@ class OpenCLAllocation:
 
 class OpenCLEvent:
     """A completion token around a ``cl.Event``; keeps host memory of a pending
-    asynchronous copy alive until the copy is known to be done."""
+    asynchronous copy alive until the copy is known to be done. ``stream`` is the
+    in-order ``cl.CommandQueue`` the command went to (None when not known): the runtime
+    lets a command follow one issued earlier on the same queue without waiting."""
 
-    __slots__ = ("event", "_keep")
+    __slots__ = ("event", "_keep", "stream")
 
-    def __init__(self, event, keep: Any = None):
+    def __init__(self, event, keep: Any = None, stream: Any = None):
         self.event = event
         self._keep = keep
+        self.stream = stream
 
     def wait(self) -> None:
         self.event.wait()
@@ -121,19 +132,100 @@ class OpenCLProgram:
         self.build_seconds = build_seconds
         self.build_log = build_log
         self.lock = threading.Lock()      # set_arg + enqueue on one cl_kernel is not atomic
-        self._kernels: dict[str, Any] = {}
+        self._kernels: dict[str, _KernelState] = {}
+        self.usm = None                   # the device's cl_ext USM strategy (set by load)
+        self.prepare = _no_prepare        # called on each new cl.Kernel (set by load)
 
-    def kernel(self, name: str, prepare) -> Any:
-        k = self._kernels.get(name)
-        if k is None:
+    def kernel_state(self, name: str, prepare) -> "_KernelState":
+        """The one ``cl.Kernel`` of ``name`` (made, and given to ``prepare``, on first
+        use) with the arguments last set on it. Call with :attr:`lock` held."""
+        st = self._kernels.get(name)
+        if st is None:
             try:
                 k = cl.Kernel(self.program, name)
             except cl.Error as e:
                 raise exception(errc.kernel_not_supported,
                                 f"kernel {name!r} is not in the program: {e}") from None
             prepare(k)
-            self._kernels[name] = k
-        return k
+            st = self._kernels[name] = _KernelState(k)
+        return st
+
+    def kernel(self, name: str, prepare) -> Any:
+        return self.kernel_state(name, prepare).kernel
+
+
+def _no_prepare(kernel) -> None:
+    pass
+
+
+class _KernelState:
+    """A ``cl_kernel`` and the KernelArgs its arguments were last set from.
+
+    OpenCL kernel arguments stay set between enqueues, so a launch sets only those that
+    differ from the previous launch of the same kernel object (a launch loop sets none).
+    ``args[i]`` is compared by identity first (a USM array's KernelArg is made once, a
+    scalar's is cached per value), then by kind and value; only immutable values are
+    recorded (anything else is set again every launch). The recorded KernelArgs keep
+    their allocation objects alive until the kernel's next launch with others."""
+
+    __slots__ = ("kernel", "args")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.args: list = []
+
+
+class _InFlight:
+    """Bounds the kernels in flight on one ``cl.CommandQueue``: every ``STRIDE``-th
+    launch's event is kept, and a launch that makes more than ``KEEP`` of them waits for
+    the oldest (so at most about ``STRIDE * (KEEP + 1)`` launches are queued).
+
+    Intel's CPU runtime registers every command with USM arguments for
+    ``clMemBlockingFreeINTEL`` and unregisters it on completion by a scan of those in
+    flight: an enqueue costs more the deeper the queue (an empty kernel with two USM
+    arguments: about 4.5 us 100 deep, 7 us 10k deep; a ``cl.Buffer`` kernel stays flat).
+    With a few hundred queued the device never runs dry, so the bound costs no
+    throughput. Waiting does not deadlock: pysycl's runtime issues a command only once
+    its dependencies are complete (it passes no wait lists), so every command it queued
+    completes without the host."""
+
+    STRIDE = 64            # a power of two (the hot path tests ``count & (STRIDE - 1)``)
+    KEEP = 3
+
+    __slots__ = ("count", "marks")
+
+    def __init__(self):
+        self.count = 0     # approximate under threads, which only moves the marks
+        self.marks: collections.deque = collections.deque()
+
+    @staticmethod
+    def of(stream) -> "_InFlight":
+        state = getattr(stream, "_pysycl_in_flight", None)
+        if state is None:
+            state = _InFlight()
+            try:
+                stream._pysycl_in_flight = state
+            except AttributeError:   # a queue object without attributes: not bounded
+                pass
+        return state
+
+    def launched(self, event) -> None:
+        n = self.count = self.count + 1
+        if not n & (self.STRIDE - 1):
+            self.mark(event)
+
+    def mark(self, event) -> None:
+        marks = self.marks
+        marks.append(event)
+        if len(marks) > self.KEEP:
+            try:
+                old = marks.popleft()
+            except IndexError:     # another thread took it
+                return
+            try:
+                old.wait()
+            except cl.Error:       # that command's own event reports its failure
+                pass
 
 
 def _device_type(dev) -> str:
@@ -149,6 +241,17 @@ class OpenCLDriver(Driver):
     """The ``opencl`` backend's device layer (see the module docstring)."""
 
     name = "opencl"
+    # Every queue the runtime makes is an in-order cl.CommandQueue (create_stream's
+    # default): a command may follow one issued earlier on it without the host waiting.
+    streams_in_order = True
+    # A kernel enqueued on an OpenCL queue has (nearly) never completed when the enqueue
+    # returns: the runtime's fast path does not ask (clGetEventInfo per launch), it
+    # learns completion when someone asks (event.status, wait).
+    launch_tokens_pending = True
+    # The launcher's spec-constant buffer (the implicit last kernel argument) is a
+    # cl.Buffer: Intel's CPU runtime enqueues a kernel more slowly for each USM pointer
+    # argument (about 0.5 us for this one), and a buffer works without USM too.
+    spec_buffer_kind = "buffer"
 
     def __init__(self, prefer_svm: bool = False):
         # prefer_svm: use SVM even where Intel USM exists (tests the fallback path).
@@ -344,11 +447,11 @@ class OpenCLDriver(Driver):
             if any(isinstance(a, OpenCLAllocation) for a in (dst, src)) else None
         if usm is None:      # host to host: a plain memmove keeps the contract uniform
             _host_bytes(dst, dst_offset, nbytes)[:] = _host_bytes(src, src_offset, nbytes)
-            return OpenCLEvent(cl.enqueue_marker(stream, wait_for=events or None))
+            return OpenCLEvent(cl.enqueue_marker(stream, wait_for=events or None), None, stream)
         dptr, keep_d = _address(dst, dst_offset, nbytes)
         sptr, keep_s = _address(src, src_offset, nbytes)
         ev = usm.memcpy(stream.int_ptr, dptr, sptr, nbytes, events)
-        return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), (keep_d, keep_s))
+        return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), (keep_d, keep_s), stream)
 
     def _copy_buffer(self, queue, dst, dst_offset, src, src_offset, nbytes, events):
         wait = events or None
@@ -367,16 +470,16 @@ class OpenCLDriver(Driver):
         if isinstance(dst, OpenCLAllocation) and isinstance(src, OpenCLAllocation):
             ev = cl.enqueue_copy(queue, dst.buffer, src.buffer, byte_count=nbytes,
                                  src_offset=src_offset, dst_offset=dst_offset, wait_for=wait)
-            return OpenCLEvent(ev)
+            return OpenCLEvent(ev, None, queue)
         if isinstance(dst, OpenCLAllocation):
             host = _host_bytes(src, src_offset, nbytes)
             ev = cl.enqueue_copy(queue, dst.buffer, host, dst_offset=dst_offset,
                                  wait_for=wait, is_blocking=False)
-            return OpenCLEvent(ev, host)
+            return OpenCLEvent(ev, host, queue)
         host = _host_bytes(dst, dst_offset, nbytes)
         ev = cl.enqueue_copy(queue, host, src.buffer, src_offset=src_offset,
                              wait_for=wait, is_blocking=False)
-        return OpenCLEvent(ev, host)
+        return OpenCLEvent(ev, host, queue)
 
     def fill(self, stream: Any, dst: Any, offset: int, pattern: bytes, nbytes: int, *,
              wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
@@ -390,9 +493,9 @@ class OpenCLDriver(Driver):
             pat = np.frombuffer(pattern, dtype=np.uint8)
             ev = cl.enqueue_fill_buffer(stream, dst.buffer, pat, offset, nbytes,
                                         wait_for=events or None)
-            return OpenCLEvent(ev, pat)
+            return OpenCLEvent(ev, pat, stream)
         ev = dst.usm.fill(stream.int_ptr, dst.ptr + offset, pattern, nbytes, events)
-        return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False))
+        return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), None, stream)
 
     # Code --------------------------------------------------------------------
     def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
@@ -421,7 +524,11 @@ class OpenCLDriver(Driver):
             raise exception(errc.build, f"building {', '.join(kernel_names)} for "
                             f"{device.name} failed: {e}\n{logtext}") from None
         seconds = time.perf_counter() - t0
-        return OpenCLProgram(prg, device, ctx, kernel_names, seconds, _build_log(prg, device))
+        program = OpenCLProgram(prg, device, ctx, kernel_names, seconds,
+                                _build_log(prg, device))
+        program.usm = self._usm(device)
+        program.prepare = self._prepare_kernel(device)
+        return program
 
     def _prepare_kernel(self, device: DeviceDescription):
         usm = self._usm(device)
@@ -435,41 +542,105 @@ class OpenCLDriver(Driver):
                global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[KernelArg], local_mem_bytes: int = 0, *,
                wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
-        """Set ``args`` and enqueue. Sizes are in SYCL order (reversed here).
-        ``local_mem_bytes`` is unused: OpenCL local memory comes as ``local`` args."""
-        if local_size and len(local_size) != len(global_size):
-            raise exception(errc.nd_range, f"local size {list(local_size)} and global size "
-                            f"{list(global_size)} differ in dimensions")
-        if local_size and any(int(g) % int(x) for g, x in zip(global_size, local_size)):
-            # OpenCL 2.0+ would run non-uniform work-groups; SYCL 2020 (4.9.4.2.2) forbids them.
-            raise exception(errc.nd_range, f"global size {list(global_size)} is not a multiple "
-                            f"of the local size {list(local_size)}")
-        gsize = tuple(int(g) for g in reversed(global_size))
-        lsize = tuple(int(x) for x in reversed(local_size)) if local_size else None
+        """Set ``args`` (those that changed since the kernel's last launch) and enqueue.
+        Sizes are in SYCL order (reversed here). ``local_mem_bytes`` is unused: OpenCL
+        local memory comes as ``local`` args."""
+        gsize, lsize = _cl_sizes(global_size, local_size)
         events = [e.event for e in wait_for] or None
         with program.lock:
-            kernel = program.kernel(kernel_name, self._prepare_kernel(program.device))
-            for i, arg in enumerate(args):
-                self._set_arg(kernel, i, arg, program)
+            state = program.kernel_state(kernel_name, program.prepare)
+            self._set_args(state, args, program)
             try:
-                ev = cl.enqueue_nd_range_kernel(stream, kernel, gsize, lsize, wait_for=events)
+                ev = cl.enqueue_nd_range_kernel(stream, state.kernel, gsize, lsize,
+                                                wait_for=events)
             except cl.Error as e:
-                text = str(e)
-                code = errc.nd_range if "WORK_GROUP" in text or "WORK_ITEM" in text \
-                    else errc.kernel_argument if "KERNEL_ARGS" in text else errc.kernel
-                raise exception(code, f"launching {kernel_name} with global {list(global_size)}"
-                                f", local {local_size}: {e}") from None
-        return OpenCLEvent(ev)
+                raise _launch_error(e, kernel_name, global_size, local_size) from None
+        _InFlight.of(stream).launched(ev)
+        return OpenCLEvent(ev, None, stream)
+
+    def bind_launch(self, stream: Any, program: OpenCLProgram, kernel_name: str,
+                    trailing: KernelArg):
+        """:meth:`launch` of one kernel on one queue with everything looked up once:
+        ``launch(global_size, local_size, args, local_mem_bytes)`` (the runtime's fast
+        path of an already-launched kernel; ``args`` is a fresh list the call extends
+        with ``trailing``, the spec-constant buffer). Per launch it compares the
+        arguments with those last set on the kernel (identity, in C), converts the
+        sizes only when they differ from the last launch's, and enqueues without a
+        wait list (see :class:`_InFlight` for the bound on launches in flight)."""
+        lock = program.lock
+        with lock:
+            state = program.kernel_state(kernel_name, program.prepare)
+        kernel = state.kernel
+        enqueue = cl.enqueue_nd_range_kernel
+        set_args = self._set_args
+        acquire, release = lock.acquire, lock.release
+        new_event = OpenCLEvent
+        in_flight = _InFlight.of(stream)
+        stride_mask = _InFlight.STRIDE - 1
+        # (global size, local size, OpenCL global size, OpenCL local size) of the last
+        # launch, replaced as one tuple (threads may share the bound launch).
+        last_sizes = [((), (), None, None)]
+
+        def launch(global_size, local_size, args, local_mem_bytes=0):
+            args.append(trailing)
+            sizes = last_sizes[0]
+            if global_size == sizes[0] and local_size == sizes[1]:
+                gsize, lsize = sizes[2], sizes[3]
+            else:
+                gsize, lsize = _cl_sizes(global_size, local_size)
+                last_sizes[0] = (global_size, local_size, gsize, lsize)
+            acquire()   # (cheaper than ``with lock``, which shows per launch)
+            try:
+                # One C-level list comparison: identical KernelArgs (a launch loop's)
+                # compare equal without calling KernelArg.__eq__.
+                try:
+                    changed = args != state.args
+                except Exception:   # noqa: BLE001 - a value that does not compare
+                    changed = True
+                if changed:
+                    set_args(state, args, program)
+                ev = enqueue(stream, kernel, gsize, lsize)
+            except cl.Error as e:
+                raise _launch_error(e, kernel_name, global_size, local_size) from None
+            finally:
+                release()
+            n = in_flight.count = in_flight.count + 1
+            if not n & stride_mask:
+                in_flight.mark(ev)
+            return new_event(ev, None, stream)
+        return launch
+
+    def _set_args(self, state: _KernelState, args: Sequence[KernelArg],
+                  program: OpenCLProgram) -> None:
+        """Set the arguments of ``state.kernel`` that differ from the recorded ones
+        (see :class:`_KernelState`); call with ``program.lock`` held."""
+        last = state.args
+        if len(last) != len(args):
+            last = state.args = [_UNSET] * len(args)
+        kernel = state.kernel
+        for i, arg in enumerate(args):
+            prev = last[i]
+            if arg is prev:
+                continue
+            value = arg.value
+            if prev is not _UNSET and arg.kind is prev.kind and type(value) is \
+                    type(prev.value) and (value is prev.value or value == prev.value):
+                last[i] = arg
+                continue
+            last[i] = _UNSET       # stays so if setting fails
+            self._set_arg(kernel, i, arg, program)
+            if type(value) in _RECORDABLE:
+                last[i] = arg
 
     def _set_arg(self, kernel, index: int, arg: KernelArg, program: OpenCLProgram) -> None:
         kind, value = arg.kind, arg.value
         try:
-            if kind in (KernelArgKind.scalar, KernelArgKind.bytes):
+            if kind is KernelArgKind.mem:
+                self._set_mem_arg(kernel, index, value, program)
+            elif kind is KernelArgKind.scalar or kind is KernelArgKind.bytes:
                 kernel.set_arg(index, bytes(value))    # clSetKernelArg(size=len(value))
             elif kind is KernelArgKind.local:
                 kernel.set_arg(index, cl.LocalMemory(max(int(value), 1)))
-            elif kind is KernelArgKind.mem:
-                self._set_mem_arg(kernel, index, value, program)
             else:
                 raise exception(errc.kernel_argument, f"unknown kernel argument kind {kind}")
         except cl.Error as e:
@@ -483,7 +654,7 @@ class OpenCLDriver(Driver):
             kernel.set_arg(index, value.buffer)
         else:
             ptr = value.ptr if isinstance(value, OpenCLAllocation) else int(value)
-            usm = self._usm(program.device)
+            usm = program.usm
             if usm is None:
                 raise exception(errc.feature_not_supported,
                                 f"{program.device.name} cannot take pointer arguments (no USM/SVM)")
@@ -512,7 +683,7 @@ class OpenCLDriver(Driver):
         host, keep = _address(data, 0, nbytes)
         dst, src = (ptr + offset, host) if to_device else (host, ptr + offset)
         ev = usm.memcpy(queue.int_ptr, dst, src, nbytes, [e.event for e in wait_for])
-        event = OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), keep)
+        event = OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), keep, queue)
         if stream is None:
             event.wait()
         return event
@@ -542,6 +713,35 @@ class OpenCLDriver(Driver):
                 q = cl.CommandQueue(context, device.handle)
                 self._global_queues[key] = q
             return q
+
+
+# What a kernel argument was last set from, when it is known not to change:
+# _KernelState records only KernelArgs whose value has one of these types.
+_UNSET = object()
+_RECORDABLE = frozenset({bytes, int, OpenCLAllocation, type(None)})
+
+
+def _cl_sizes(global_size, local_size) -> tuple[tuple, tuple | None]:
+    """(global, local) sizes in OpenCL order (reversed), checked as SYCL 2020 wants."""
+    if local_size:
+        if len(local_size) != len(global_size):
+            raise exception(errc.nd_range, f"local size {list(local_size)} and global size "
+                            f"{list(global_size)} differ in dimensions")
+        if any(int(x) <= 0 or int(g) % int(x) for g, x in zip(global_size, local_size)):
+            # OpenCL 2.0+ would run non-uniform work-groups; SYCL 2020 (4.9.4.2.2) forbids them.
+            raise exception(errc.nd_range, f"global size {list(global_size)} is not a multiple "
+                            f"of the local size {list(local_size)}")
+    gsize = tuple(int(g) for g in reversed(global_size))
+    lsize = tuple(int(x) for x in reversed(local_size)) if local_size else None
+    return gsize, lsize
+
+
+def _launch_error(e, kernel_name: str, global_size, local_size) -> exception:
+    text = str(e)
+    code = errc.nd_range if "WORK_GROUP" in text or "WORK_ITEM" in text \
+        else errc.kernel_argument if "KERNEL_ARGS" in text else errc.kernel
+    return exception(code, f"launching {kernel_name} with global {list(global_size)}"
+                     f", local {local_size}: {e}")
 
 
 def _host_bytes(buf, offset: int, nbytes: int):
