@@ -162,6 +162,7 @@ def _key_digests(ir_digest: str, spec_ids_digest: str, target, mode: str,
         "spec_values": value_bytes,
         "pysycl": toolchain.pysycl_version(),
         "codegen_abi": str(toolchain.CODEGEN_ABI),
+        "compiler": toolchain.compiler_digest(),
         "llvm": toolchain.llvm_version(),
     }
     if target.backend == "native_cpu":

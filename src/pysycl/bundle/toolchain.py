@@ -227,6 +227,67 @@ def llvm_version() -> str:
     return f"llvmlite {llvmlite.__version__}; {sizes}"
 
 
+def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
+    out = []
+    cut = len(root) + 1
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        stack.append(e.path)
+                elif e.name.endswith(".py"):
+                    out.append((e.path[cut:], e.stat()))
+    return sorted(out)
+
+
+@functools.cache
+def compiler_digest() -> str:
+    """A digest of pysycl's own source, part of every cache key: a binary or index entry
+    made by other compiler code is never served, whatever ``CODEGEN_ABI`` says (a change
+    to the frontend, a pass or a lowering changes what a kernel compiles to; Triton keys
+    its cache the same way). Hashing the ~1.5 MB of source costs a few ms, so the digest
+    is remembered in the cache directory under the files' names, sizes and modification
+    times (a stat each, well under a millisecond)."""
+    return tree_digest(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def tree_digest(root: str) -> str:
+    """The digest of the ``.py`` files under ``root`` (names and contents), memoised in
+    the cache directory under their names, sizes and modification times."""
+    import hashlib
+    files = _source_files(root)
+    stat_sig = hashlib.blake2b(repr([(n, s.st_size, s.st_mtime_ns) for n, s in files])
+                               .encode(), digest_size=16).hexdigest()
+    memo = os.path.join(str(config.cache_dir()), "source-digests", stat_sig)
+    if config.cache_enabled():
+        try:
+            with open(memo, encoding="ascii") as f:
+                known = f.read().strip()
+            if len(known) == 32:
+                return known
+        except OSError:
+            pass
+    h = hashlib.blake2b(digest_size=16)
+    for name, _ in files:
+        h.update(name.encode() + b"\0")
+        with open(os.path.join(root, name), "rb") as f:
+            h.update(f.read())
+    digest = h.hexdigest()
+    if config.cache_enabled():
+        try:   # atomic: a concurrent reader sees the whole digest or no file
+            os.makedirs(os.path.dirname(memo), exist_ok=True)
+            tmp = f"{memo}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(digest)
+            os.replace(tmp, memo)
+        except OSError:
+            pass   # a read-only cache directory: hashed again by the next process
+    return digest
+
+
 @functools.cache
 def host_cpu() -> str:
     """Host CPU name and features (native code is only valid on the same CPU): LLVM's

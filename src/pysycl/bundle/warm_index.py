@@ -320,7 +320,7 @@ def _common_parts() -> dict[str, str]:
     from . import toolchain
     debug = config.debug_checks()
     return {"pysycl": toolchain.pysycl_version(), "codegen_abi": str(toolchain.CODEGEN_ABI),
-            "debug": ",".join(sorted(debug))}
+            "compiler": toolchain.compiler_digest(), "debug": ",".join(sorted(debug))}
 
 
 def summary_key(fp: str):

@@ -228,3 +228,55 @@ def test_miss_logs_changed_parts(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="pysycl.cache"):
         c.get_or_build(CacheKey({"ir": "v2", "target": "cpu"}), lambda: b"2", label="kernel mod.k")
     assert "cache miss for kernel mod.k: part 'ir' changed" in caplog.text
+
+
+class TestCompilerDigest:
+    """Cache keys carry a digest of the compiler's source, so code made by an older
+    compiler is never served; the digest is memoised under the files' stat signature."""
+
+    def _tree(self, tmp_path):
+        root = tmp_path / "pkg"
+        (root / "sub" / "__pycache__").mkdir(parents=True)
+        (root / "a.py").write_text("x = 1\n")
+        (root / "sub" / "b.py").write_text("y = 2\n")
+        (root / "sub" / "__pycache__" / "b.cpython.pyc").write_bytes(b"\x00")
+        (root / "notes.txt").write_text("not source")
+        return root
+
+    def test_digest_follows_source_content(self, tmp_path, monkeypatch):
+        from pysycl.bundle import toolchain
+        monkeypatch.setenv("PYSYCL_CACHE_DIR", str(tmp_path / "cache"))
+        root = self._tree(tmp_path)
+        first = toolchain.tree_digest(str(root))
+        assert toolchain.tree_digest(str(root)) == first              # memoised, same
+        (root / "notes.txt").write_text("other")                      # not source
+        (root / "sub" / "__pycache__" / "b.cpython.pyc").write_bytes(b"\x01")
+        assert toolchain.tree_digest(str(root)) == first
+        st = os.stat(root / "sub" / "b.py")
+        (root / "sub" / "b.py").write_text("y = 3\n")                  # same size
+        os.utime(root / "sub" / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+        changed = toolchain.tree_digest(str(root))
+        assert changed != first
+        (root / "c.py").write_text("")                                 # a new module
+        assert toolchain.tree_digest(str(root)) not in (first, changed)
+
+    def test_memo_is_used_and_a_bad_memo_is_ignored(self, tmp_path, monkeypatch):
+        from pysycl.bundle import toolchain
+        cache = tmp_path / "cache"
+        monkeypatch.setenv("PYSYCL_CACHE_DIR", str(cache))
+        root = self._tree(tmp_path)
+        digest = toolchain.tree_digest(str(root))
+        memos = list((cache / "source-digests").iterdir())
+        assert len(memos) == 1 and memos[0].read_text() == digest
+        memos[0].write_text("garbage")                                 # not a digest
+        assert toolchain.tree_digest(str(root)) == digest
+        assert memos[0].read_text() == digest                          # rewritten
+
+    def test_binary_keys_name_the_compiler(self):
+        from pysycl.bundle import linker, toolchain
+        from pysycl.backends import registry
+        target = registry.get_target("native_cpu")
+        parts = linker._key_digests("i", "s", target, "literal", b"")
+        assert "compiler" in parts
+        assert toolchain.compiler_digest() == toolchain.tree_digest(
+            os.path.dirname(os.path.dirname(toolchain.__file__)))
