@@ -120,24 +120,32 @@ class ScalarType(Type):
         return 1 if self.is_bool else self.size * 8
 
 
-class VecType(Type):
-    """``sycl.vec``: C++ ``vec<T,n>`` size and alignment (a 3-vector takes 4 slots)."""
+class _ElementsType(Type):
+    """``n`` elements of one type (vectors and arrays): equality and hash written out,
+    types are compared and hashed all through the compiler."""
 
     __slots__ = _fields = ("elem", "n")
-    elem: ScalarType
+    elem: Type
     n: int
 
-    def __init__(self, elem: ScalarType, n: int):
+    def __init__(self, elem: Type, n: int):
         _set(self, "elem", elem)
         _set(self, "n", n)
 
     def __eq__(self, other):
         if other.__class__ is self.__class__:
-            return (self.elem, self.n) == (other.elem, other.n)
+            return self.elem == other.elem and self.n == other.n
         return NotImplemented
 
     def __hash__(self):
         return hash((self.elem, self.n))
+
+
+class VecType(_ElementsType):
+    """``sycl.vec``: C++ ``vec<T,n>`` size and alignment (a 3-vector takes 4 slots)."""
+
+    __slots__ = ()
+    elem: ScalarType
 
     def __str__(self) -> str:
         return f"vec<{self.elem},{self.n}>"
@@ -151,22 +159,8 @@ class VecType(Type):
         return self.size
 
 
-class ArrayType(Type):
-    __slots__ = _fields = ("elem", "n")
-    elem: Type
-    n: int
-
-    def __init__(self, elem: Type, n: int):
-        _set(self, "elem", elem)
-        _set(self, "n", n)
-
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return (self.elem, self.n) == (other.elem, other.n)
-        return NotImplemented
-
-    def __hash__(self):
-        return hash((self.elem, self.n))
+class ArrayType(_ElementsType):
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"[{self.n} x {self.elem}]"
