@@ -92,6 +92,56 @@ def test_repeated_launch_reuses_packed_arguments():
     sycl.free(b, q)
 
 
+@sycl.kernel
+def _add_into(it: sycl.item[1], x: sycl.global_ptr[np.float32], y: sycl.global_ptr[np.float32]):
+    y[it.get_id(0)] = y[it.get_id(0)] + x[it.get_id(0)]
+
+
+def test_last_launch_memo_follows_arguments_and_ranges():
+    """The executor reuses the last launch's packed arguments only for the very same
+    KernelArg objects and range: other arrays, sizes, offsets and freed-and-reallocated
+    memory all take their own."""
+    q = _native_queue()
+    rng = np.random.default_rng(11)
+    n = 300
+    xs = [sycl.malloc_shared((n,), np.float32, q) for _ in range(2)]
+    y = sycl.malloc_shared((n,), np.float32, q)
+    for x in xs:
+        np.asarray(x)[...] = rng.standard_normal(n).astype(np.float32)
+    np.asarray(y)[...] = rng.standard_normal(n).astype(np.float32)
+    want = np.asarray(y).copy()
+    plan = [(xs[0], n), (xs[0], n), (xs[1], n), (xs[1], 100), (xs[0], 100), (xs[0], n),
+            (xs[1], 7), (xs[1], 7)]
+    for x, size in plan:
+        q.parallel_for(size, _add_into, x, y).wait()
+        want[:size] += np.asarray(x)[:size]
+        np.testing.assert_array_equal(np.asarray(y), want)
+    launcher = q._fast[_add_into].launcher
+    prep = launcher.program._prepared[launcher.kernel_name]
+    assert prep.last is not None and prep.last[0] == (7,)
+    # an nd_range with a global offset: the memo must not serve the offset-free launch
+    for off in (5, 5, 2):
+        q.submit(lambda h: h.parallel_for(sycl.nd_range(sycl.range(10), sycl.range(10),
+                                                        sycl.id(off)), _add_into, xs[1], y)
+                 ).wait()
+        want[off:off + 10] += np.asarray(xs[1])[off:off + 10]
+        np.testing.assert_array_equal(np.asarray(y), want)
+    q.parallel_for(7, _add_into, xs[1], y).wait()
+    want[:7] += np.asarray(xs[1])[:7]
+    np.testing.assert_array_equal(np.asarray(y), want)
+    # a freed array is refused; a new one (perhaps at the same address) is used
+    sycl.free(xs[0], q)
+    with pytest.raises(sycl.exception):
+        q.parallel_for(n, _add_into, xs[0], y)
+    fresh = sycl.malloc_shared((n,), np.float32, q)
+    np.asarray(fresh)[...] = rng.standard_normal(n).astype(np.float32)
+    q.parallel_for(n, _add_into, fresh, y).wait()
+    want += np.asarray(fresh)
+    np.testing.assert_array_equal(np.asarray(y), want)
+    for p in (xs[1], y, fresh):
+        sycl.free(p, q)
+
+
 def test_fast_path_events_and_errors():
     q = _native_queue(in_order=True)
     a = sycl.malloc_shared((8,), np.int64, q)
