@@ -201,7 +201,12 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
              spec_constants: Mapping[int, bytes] | None = None) -> Any:
-        """Load an executable image; ``spec_constants`` maps native SpecIds to value bytes."""
+        """Load an executable image; ``spec_constants`` maps native SpecIds to value bytes.
+
+        A driver that compiles at load (OpenCL: SPIR-V to device code) may take a
+        keyword ``code_cache``: an object with ``get(parts) -> bytes | None`` and
+        ``put(parts, data)``, ``parts`` a dict of what its compilation depends on
+        (bundle/cache.DeviceCodeCache), or None when caching is off."""
 
     @abc.abstractmethod
     def launch(self, stream: Any, program: Any, kernel_name: str, global_size: Sequence[int],

@@ -371,6 +371,36 @@ def index_cache() -> Cache:
         return _index
 
 
+class DeviceCodeCache:
+    """What a driver keeps of its own compilation of an image it loads (an OpenCL
+    program's device binary: a driver's build of SPIR-V, hundreds of milliseconds in a
+    fresh process, is the longest step of a disk-cache hit; DPC++'s persistent device
+    code cache and pyopencl's binary cache do the same). The driver names its key parts
+    (what its build depends on); entries live in the default cache, verified and
+    written like the binaries, under pysycl's version and compiler digest too."""
+
+    def __init__(self, cache: Cache):
+        self._cache = cache
+
+    def _key(self, parts: Mapping[str, str | bytes]) -> CacheKey:
+        from . import toolchain
+        return CacheKey({"kind": "device code", **parts,
+                         "pysycl": toolchain.pysycl_version(),
+                         "compiler": toolchain.compiler_digest()})
+
+    def get(self, parts: Mapping[str, str | bytes]) -> bytes | None:
+        return self._cache.get(self._key(parts))
+
+    def put(self, parts: Mapping[str, str | bytes], data: bytes) -> None:
+        self._cache.put(self._key(parts), data)
+
+
+def device_code_cache() -> DeviceCodeCache | None:
+    """The device code cache, or None when caching is off (``PYSYCL_CACHE=0``)."""
+    cache = default_cache()
+    return DeviceCodeCache(cache) if cache.enabled else None
+
+
 def cache_info() -> dict:
     """``pysycl cache info``: entries, bytes and path of the default cache."""
     return default_cache().info()

@@ -201,8 +201,12 @@ class device_image:
                 stats.bump("load_count")
                 kw = {}
                 uids = list(self._registry.get(ps.DEVICE_GLOBALS, {}))
-                if uids and "device_global_ids" in inspect.signature(driver.load).parameters:
+                params = inspect.signature(driver.load).parameters
+                if uids and "device_global_ids" in params:
                     kw["device_global_ids"] = uids   # native CPU: export their symbols
+                if "code_cache" in params:           # a driver that compiles at load
+                    from .cache import device_code_cache
+                    kw["code_cache"] = device_code_cache()
                 prog = driver.load(toolchain.device_description(device), self._binary,
                                    self.kernel_names, native_values or None, **kw)
                 self._programs[key] = prog

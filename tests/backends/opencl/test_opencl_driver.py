@@ -283,3 +283,104 @@ def test_build_and_launch_errors(driver, device, queue, build, compiler):
     with pytest.raises(exception) as info:
         driver.launch(queue, fresh, "vadd", [16], [4], [])     # arguments never set
     assert info.value.code() is errc.kernel_argument
+
+
+class _DictCodeCache:
+    """bundle/cache.DeviceCodeCache's protocol over a dict, counting its use."""
+
+    def __init__(self):
+        self.entries, self.gets, self.hits, self.puts = {}, 0, 0, 0
+
+    @staticmethod
+    def _key(parts):
+        return tuple(sorted(parts.items()))
+
+    def get(self, parts):
+        self.gets += 1
+        data = self.entries.get(self._key(parts))
+        self.hits += data is not None
+        return data
+
+    def put(self, parts, data):
+        self.puts += 1
+        self.entries[self._key(parts)] = data
+
+
+def _run_scale(driver, device, queue, prg, x):
+    X, O = upload(driver, device, queue, x, "buffer"), driver.alloc(device, x.nbytes, "buffer")
+    ev = driver.launch(queue, prg, "scale", [x.size], None, [mem(O), mem(X)])
+    out = download(driver, queue, O, x, [ev])
+    driver.free(X)
+    driver.free(O)
+    return out
+
+
+def test_device_binaries_are_cached_per_spec_value_set(driver, device, queue, compiler):
+    """A load with a code cache keeps the device binary; the next load of the same
+    SPIR-V and spec-constant values builds from it, other values get their own."""
+    spv = compiler.compile(SPEC_SCALE, ["scale"])
+    x = rng.integers(-1000, 1000, 256, dtype=np.int32)
+    cache = _DictCodeCache()
+    for round_ in range(2):
+        for value in (None, 11, -5):
+            spec = None if value is None else {7: np.int32(value).tobytes()}
+            prg = driver.load(device, spv, ["scale"], spec, code_cache=cache)
+            np.testing.assert_array_equal(_run_scale(driver, device, queue, prg, x),
+                                          x * (value or 3))
+    assert cache.puts == 3 and len(cache.entries) == 3   # one binary per value set
+    assert cache.hits == 3                               # the second round: all from binaries
+
+
+def test_a_refused_device_binary_is_rebuilt_from_spirv(driver, device, queue, compiler):
+    spv = compiler.compile(SPEC_SCALE, ["scale"])
+    x = rng.integers(-1000, 1000, 256, dtype=np.int32)
+    cache = _DictCodeCache()
+    driver.load(device, spv, ["scale"], {7: np.int32(9).tobytes()}, code_cache=cache)
+    (key,) = cache.entries
+    cache.entries[key] = b"\x7fELF not a program binary" + bytes(64)
+    prg = driver.load(device, spv, ["scale"], {7: np.int32(9).tobytes()}, code_cache=cache)
+    np.testing.assert_array_equal(_run_scale(driver, device, queue, prg, x), x * 9)
+    assert cache.puts == 2 and cache.entries[key] != b"\x7fELF not a program binary" + bytes(64)
+
+
+_PROCESS = """
+import numpy as np
+import pysycl as sycl
+from pysycl.backends.opencl.driver import OpenCLDriver
+used = []
+original = OpenCLDriver._from_device_binary
+def spy(self, *a, **k):
+    program = original(self, *a, **k)
+    used.append(program is not None)
+    return program
+OpenCLDriver._from_device_binary = spy
+
+@sycl.kernel
+def twice(it: sycl.item[1], x: sycl.global_ptr[np.float32]):
+    x[it.get_id(0)] = x[it.get_id(0)] * np.float32(2)
+
+q = sycl.queue([d for d in sycl.device.get_devices() if d.backend.name == "opencl"][0])
+data = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+x = sycl.malloc_shared(data.shape, np.float32, q)
+np.asarray(x)[:] = data
+q.parallel_for(1000, twice, x).wait()
+np.testing.assert_array_equal(np.asarray(x), data * 2)
+print("from device binary:", used)
+"""
+
+
+def test_a_second_process_builds_from_the_cached_device_binary(tmp_path, device):
+    """End to end: the first process builds SPIR-V and keeps the device binary in the
+    disk cache, the second builds its program from that binary."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "prog.py"
+    script.write_text(_PROCESS)
+    env = dict(os.environ, PYSYCL_CACHE_DIR=str(tmp_path / "cache"))
+    outs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for out in outs:
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert outs[0].stdout.strip().endswith("from device binary: []")
+    assert outs[1].stdout.strip().endswith("from device binary: [True]")

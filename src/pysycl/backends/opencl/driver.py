@@ -500,15 +500,27 @@ class OpenCLDriver(Driver):
     # Code --------------------------------------------------------------------
     def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
              spec_constants: Mapping[int, bytes] | None = None, *, context: Any = None,
-             options: str = "") -> OpenCLProgram:
+             options: str = "", code_cache: Any = None) -> OpenCLProgram:
         """clCreateProgramWithIL + clSetProgramSpecializationConstant + clBuildProgram.
 
         ``spec_constants`` maps SpecId -> value bytes of the constant's exact width
-        (bool: 1 byte). Build failures raise ``errc.build`` with the driver's log."""
+        (bool: 1 byte). Build failures raise ``errc.build`` with the driver's log.
+        With a ``code_cache`` (Driver.load) the device binary of the build is kept, and
+        a later load in any process builds from it (clCreateProgramWithBinary): the
+        first SPIR-V build in a process costs ~200 ms on Intel's CPU runtime (its
+        compiler loads), a binary ~2 ms."""
         ctx = self._context(device, context)
-        _check_spirv(bytes(binary), kernel_names)
+        binary = bytes(binary)
+        _check_spirv(binary, kernel_names)
+        parts = _code_parts(device, binary, spec_constants, options) if code_cache else None
+        if parts is not None:
+            cached = code_cache.get(parts)
+            if cached is not None:
+                program = self._from_device_binary(device, ctx, cached, kernel_names, options)
+                if program is not None:
+                    return program
         try:
-            prg = cl._cl._create_program_with_il(ctx, bytes(binary))
+            prg = cl._cl._create_program_with_il(ctx, binary)
             for spec_id, value in sorted((spec_constants or {}).items()):
                 prg.set_specialization_constant(int(spec_id), bytes(value))
         except cl.Error as e:
@@ -524,6 +536,27 @@ class OpenCLDriver(Driver):
             raise exception(errc.build, f"building {', '.join(kernel_names)} for "
                             f"{device.name} failed: {e}\n{logtext}") from None
         seconds = time.perf_counter() - t0
+        if parts is not None:
+            try:
+                code_cache.put(parts, _device_binary(prg))
+            except cl.Error:
+                pass   # a runtime that gives no binary: built from SPIR-V every time
+        return self._program(prg, device, ctx, kernel_names, seconds)
+
+    def _from_device_binary(self, device, ctx, data: bytes, kernel_names,
+                            options: str) -> OpenCLProgram | None:
+        """The program built from a cached device binary, or None when the runtime
+        refuses it (another driver build behind the same version string, say): the
+        caller builds from SPIR-V and replaces the entry."""
+        t0 = time.perf_counter()
+        try:
+            prg = cl._cl._Program(ctx, [device.handle], [data])
+            prg._build(options=options.encode(), devices=[device.handle])
+        except cl.Error:
+            return None
+        return self._program(prg, device, ctx, kernel_names, time.perf_counter() - t0)
+
+    def _program(self, prg, device, ctx, kernel_names, seconds: float) -> OpenCLProgram:
         program = OpenCLProgram(prg, device, ctx, kernel_names, seconds,
                                 _build_log(prg, device))
         program.usm = self._usm(device)
@@ -767,6 +800,25 @@ def _address(buf, offset: int, nbytes: int) -> tuple[int, Any]:
         return buf.ptr + offset, None
     arr = _host_bytes(buf, offset, nbytes)
     return arr.ctypes.data, arr
+
+
+def _code_parts(device: DeviceDescription, il: bytes, spec_constants, options: str) -> dict:
+    """What a device binary depends on: the SPIR-V, the spec-constant values it was
+    specialised with, the build options and the device, driver and platform."""
+    dev = device.handle
+    try:
+        platform = f"{dev.platform.name} {dev.platform.version}"
+    except Exception:  # noqa: BLE001 - a handle without a platform: the device alone
+        platform = ""
+    return {"format": "opencl program binary/1", "il": il,
+            "spec": repr(sorted((int(k), bytes(v)) for k, v in (spec_constants or {}).items())),
+            "options": options, "device": device.name, "driver": device.driver_version,
+            "platform": platform}
+
+
+def _device_binary(prg) -> bytes:
+    (data,) = prg.get_info(cl.program_info.BINARIES)
+    return bytes(data)
 
 
 def _check_spirv(binary: bytes, kernel_names) -> None:
