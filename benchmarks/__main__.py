@@ -53,7 +53,9 @@ def main(argv=None) -> int:
         steps = [("conv", lambda: suite.conv3x3(report, q, conv_n, ocl)),
                  ("fir", lambda: suite.fir(report, q, fir_n, opencl_ctx=ocl)),
                  ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4))]
-        for name in ("reduce", "histogram", "matmul", "restrict", "build"):
+        steps.append(("reduce", lambda: suite.reduce(report, q, quick=args.quick,
+                                                     opencl_ctx=ocl)))
+        for name in ("histogram", "matmul", "restrict", "build"):
             fn = getattr(suite, name, None)
             if fn is not None:
                 steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))

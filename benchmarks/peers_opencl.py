@@ -60,10 +60,30 @@ __kernel void empty(__global float *a, __global float *b) {}
 """
 
 
+REDUCE_SRC = r"""
+__kernel void reduce_sum(__global const float *x, __global float *total,
+                         __local float *scratch) {
+    size_t lid = get_local_id(0);
+    scratch[lid] = x[get_global_id(0)];
+    size_t stride = get_local_size(0) / 2;
+    while (stride > 0) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < stride) scratch[lid] += scratch[lid + stride];
+        stride /= 2;
+    }
+    if (lid == 0)
+        atomic_fetch_add_explicit((volatile __global atomic_float *)total, scratch[0],
+                                  memory_order_relaxed, memory_scope_device);
+}
+"""
+
+
 def build(ctx, src: str, defines: dict | None = None):
     import pyopencl as cl
 
     opts = [f"-D{k}={v}" if v is not None else f"-D{k}" for k, v in (defines or {}).items()]
+    if "atomic_float" in src:
+        opts.append("-cl-std=CL3.0")   # C11 atomics on float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the Intel runtime reports vectorisation remarks
         return cl.Program(ctx, src).build(options=opts)

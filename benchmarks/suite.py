@@ -394,7 +394,7 @@ def _m(workload, dev, impl, seconds, peer=False):
     return Measurement(workload, dev, impl, seconds, True, is_pysycl=not peer)
 
 
-def reduce(report: Report, q, quick: bool = False) -> None:
+def reduce(report: Report, q, quick: bool = False, opencl_ctx=None) -> None:
     dev = device_label(q.get_device())
     n = (1 << 20) if quick else (1 << 24)
     x = RNG.random(n, dtype=np.float32)
@@ -415,8 +415,31 @@ def reduce(report: Report, q, quick: bool = False) -> None:
     if peers_numba.available():
         report.run(wl, dev, "numba parallel",
                    lambda: np.array([peers_numba.reduce_sum(x)], np.float32), expected, rtol=1e-3)
+    if _backend(q) == "opencl" and opencl_ctx is not None:
+        _opencl_reduce(report, wl, dev, opencl_ctx, x, expected)
     report.flush()
     sycl.free(dx, q); sycl.free(total, q)
+
+
+def _opencl_reduce(report, wl, dev, ctx, x, expected):
+    """The same kernel in OpenCL C on the same driver (Intel's CPU runtime runs barriers
+    in loops and a float atomic after a barrier slowly, whoever wrote the kernel)."""
+    import pyopencl as cl
+
+    cq = cl.CommandQueue(ctx)
+    mf = cl.mem_flags
+    d_x = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+    d_t = cl.Buffer(ctx, mf.READ_WRITE, 4)
+    out = np.zeros(1, np.float32)
+    k = cl.Kernel(peers_opencl.build(ctx, peers_opencl.REDUCE_SRC), "reduce_sum")
+    k.set_args(d_x, d_t, cl.LocalMemory(4 * K.WG))
+
+    def run(keep=(d_x, d_t)):   # kernel args do not keep the cl.Buffers alive
+        cl.enqueue_copy(cq, d_t, np.zeros(1, np.float32))
+        cl.enqueue_nd_range_kernel(cq, k, (x.size,), (K.WG,))
+        cl.enqueue_copy(cq, out, d_t)
+        return out
+    report.run(wl, dev, "opencl-c", run, expected, rtol=1e-3)
 
 
 def histogram(report: Report, q, quick: bool = False) -> None:

@@ -15,6 +15,9 @@ What differs from the shared rules, and why (shared/reference/llvm-backends.md Â
   one hidden ``i32`` (constant at every call, folded after inlining), as on CUDA.
 * **Barriers** are ``__spirv_ControlBarrier(Workgroup, Workgroup, SeqCst|WorkgroupMemory|
   CrossWorkgroupMemory)`` (SYCL's group_barrier fences both local and global memory).
+  On the Intel CPU runtime this costs the same as OpenCL C's ``barrier(CLK_LOCAL_MEM_FENCE)``
+  (AcqRel|WorkgroupMemory measured no faster): a barrier in a loop is slow there because
+  every barrier region loops over the whole work-group, in OpenCL C too.
 * **Group reductions** call the OpenCL ``sub_group_reduce_*`` / ``work_group_reduce_*``
   built-ins (OpGroup*); i8/i16/bool go through i32.
 * **Atomics**: ``atomicrmw``/``cmpxchg`` get a ``syncscope``; ``load atomic``/``store
