@@ -227,7 +227,12 @@ def llvm_version() -> str:
     return f"llvmlite {llvmlite.__version__}; {sizes}"
 
 
-def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
+# Not compiler code: what they change never changes a compiled kernel.
+_NOT_COMPILER = frozenset({"__pycache__", "runtime", "cli", "examples"})
+
+
+def _source_files(root: str, skip: frozenset = frozenset({"__pycache__"})
+                  ) -> list[tuple[str, os.stat_result]]:
     out = []
     cut = len(root) + 1
     stack = [root]
@@ -236,7 +241,7 @@ def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
         with os.scandir(d) as it:
             for e in it:
                 if e.is_dir(follow_symlinks=False):
-                    if e.name != "__pycache__":
+                    if e.name not in skip:
                         stack.append(e.path)
                 elif e.name.endswith(".py"):
                     out.append((e.path[cut:], e.stat()))
@@ -245,29 +250,38 @@ def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
 
 @functools.cache
 def compiler_digest() -> str:
-    """A digest of pysycl's own source, part of every cache key: a binary or index entry
-    made by other compiler code is never served, whatever ``CODEGEN_ABI`` says (a change
-    to the frontend, a pass or a lowering changes what a kernel compiles to; Triton keys
-    its cache the same way). Hashing the ~1.5 MB of source costs a few ms, so the digest
-    is remembered in the cache directory under the files' names, sizes and modification
-    times (a stat each, well under a millisecond)."""
-    return tree_digest(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    """What made our code, part of every cache key: a binary or index entry made by
+    other compiler code is never served, whatever ``CODEGEN_ABI`` says (Triton keys its
+    cache on its own source the same way).
+
+    In a source checkout (a development install) that is a digest of the compiler's
+    source files (everything but ``runtime``, ``cli`` and ``examples``), memoised in
+    the cache directory under their names, sizes and modification times: a stat per
+    file on a disk-cache hit, no reading. An installed copy (site-packages) changes only
+    by reinstalling, which rewrites its files: its version and the modification time of
+    its ``__init__.py`` name it with one stat."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.basename(os.path.dirname(root)) in ("site-packages", "dist-packages"):
+        init = os.stat(os.path.join(root, "__init__.py"))
+        return f"installed {pysycl_version()} {init.st_mtime_ns}"
+    return tree_digest(root, _NOT_COMPILER)
 
 
-def tree_digest(root: str) -> str:
-    """The digest of the ``.py`` files under ``root`` (names and contents), memoised in
-    the cache directory under their names, sizes and modification times."""
+def tree_digest(root: str, skip: frozenset = frozenset({"__pycache__"})) -> str:
+    """The digest of the ``.py`` files under ``root`` (names and contents; folders named
+    in ``skip`` left out), memoised in the cache directory under their names, sizes and
+    modification times."""
     import hashlib
-    files = _source_files(root)
+    files = _source_files(root, skip)
     stat_sig = hashlib.blake2b(repr([(n, s.st_size, s.st_mtime_ns) for n, s in files])
                                .encode(), digest_size=16).hexdigest()
     memo = os.path.join(str(config.cache_dir()), "source-digests", stat_sig)
     if config.cache_enabled():
-        try:
-            with open(memo, encoding="ascii") as f:
+        try:   # bytes: a text mode open looks its codec up (an import, ~1 ms)
+            with open(memo, "rb") as f:
                 known = f.read().strip()
-            if len(known) == 32:
-                return known
+            if len(known) == 32 and known.isalnum():
+                return known.decode()
         except OSError:
             pass
     h = hashlib.blake2b(digest_size=16)
@@ -280,8 +294,8 @@ def tree_digest(root: str) -> str:
         try:   # atomic: a concurrent reader sees the whole digest or no file
             os.makedirs(os.path.dirname(memo), exist_ok=True)
             tmp = f"{memo}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(digest)
+            with open(tmp, "wb") as f:
+                f.write(digest.encode())
             os.replace(tmp, memo)
         except OSError:
             pass   # a read-only cache directory: hashed again by the next process
