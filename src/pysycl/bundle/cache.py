@@ -1,7 +1,9 @@
 """The build cache: an in-process memory layer in front of an on-disk store.
 
 Keys are SHA-256 over named parts (ARCHITECTURE.md "Caching": canonical IR, target
-and options, spec-constant mode and values, property sets, versions...). Each disk
+and options, spec-constant mode and values, property sets, versions, and the digest of
+the compiler's own source, ``toolchain.compiler_digest``...). Drivers that compile at
+load keep their device code here too (``DeviceCodeCache``: OpenCL program binaries). Each disk
 entry carries its full key (the digest of every part) and a SHA-256 of its payload,
 and is verified on load: a truncated, corrupted or mismatched entry is ignored with a
 warning on ``logging.getLogger("pysycl.cache")`` and the caller rebuilds it. Writes go

@@ -25,7 +25,9 @@ from . import stats
 # on first use: a warm start (warm_index.py) launches a cached binary without any of
 # them, and importing them costs tens of milliseconds.
 
-#: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries.
+#: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries
+#: (a record of those changes: keys also carry ``compiler_digest``, which changes with any
+#: edit of the compiler's source).
 #: 2: native CPU fission clean-up, parallel work-item loops, plain local atomics.
 #: 3: native CPU constant locals forwarded (literal spec-constant loops unroll), uniform
 #:    kernel loops run in strips of work-items (passes/strip_uniform_loops).
