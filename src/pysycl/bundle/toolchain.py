@@ -256,12 +256,12 @@ def compiler_digest() -> str:
     other compiler code is never served, whatever ``CODEGEN_ABI`` says (Triton keys its
     cache on its own source the same way).
 
-    In a source checkout (a development install) that is a digest of the compiler's
-    source files (everything but ``runtime``, ``cli`` and ``examples``), memoised in
-    the cache directory under their names, sizes and modification times: a stat per
-    file on a disk-cache hit, no reading. An installed copy (site-packages) changes only
-    by reinstalling, which rewrites its files: its version and the modification time of
-    its ``__init__.py`` name it with one stat."""
+    In a source checkout (a development install) that is the names, sizes and
+    modification times of the compiler's source files (everything but ``runtime``,
+    ``cli`` and ``examples``): a stat per file, no reading; an edit changes it, and a
+    checkout that only touches files costs a rebuild, never a stale hit. An installed
+    copy (site-packages) changes only by reinstalling, which rewrites its files: its
+    version and the modification time of its ``__init__.py`` name it with one stat."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if os.path.basename(os.path.dirname(root)) in ("site-packages", "dist-packages"):
         init = os.stat(os.path.join(root, "__init__.py"))
@@ -270,38 +270,11 @@ def compiler_digest() -> str:
 
 
 def tree_digest(root: str, skip: frozenset = frozenset({"__pycache__"})) -> str:
-    """The digest of the ``.py`` files under ``root`` (names and contents; folders named
-    in ``skip`` left out), memoised in the cache directory under their names, sizes and
-    modification times."""
+    """A digest of the names, sizes and modification times of the ``.py`` files under
+    ``root`` (folders named in ``skip`` left out)."""
     import hashlib
-    files = _source_files(root, skip)
-    stat_sig = hashlib.blake2b(repr([(n, s.st_size, s.st_mtime_ns) for n, s in files])
-                               .encode(), digest_size=16).hexdigest()
-    memo = os.path.join(str(config.cache_dir()), "source-digests", stat_sig)
-    if config.cache_enabled():
-        try:   # bytes: a text mode open looks its codec up (an import, ~1 ms)
-            with open(memo, "rb") as f:
-                known = f.read().strip()
-            if len(known) == 32 and known.isalnum():
-                return known.decode()
-        except OSError:
-            pass
-    h = hashlib.blake2b(digest_size=16)
-    for name, _ in files:
-        h.update(name.encode() + b"\0")
-        with open(os.path.join(root, name), "rb") as f:
-            h.update(f.read())
-    digest = h.hexdigest()
-    if config.cache_enabled():
-        try:   # atomic: a concurrent reader sees the whole digest or no file
-            os.makedirs(os.path.dirname(memo), exist_ok=True)
-            tmp = f"{memo}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(digest.encode())
-            os.replace(tmp, memo)
-        except OSError:
-            pass   # a read-only cache directory: hashed again by the next process
-    return digest
+    stamp = repr([(n, s.st_size, s.st_mtime_ns) for n, s in _source_files(root, skip)])
+    return hashlib.blake2b(stamp.encode(), digest_size=16).hexdigest()
 
 
 @functools.cache
