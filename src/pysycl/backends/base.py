@@ -169,6 +169,18 @@ class Driver(abc.ABC):
     #: ``launch`` takes ``offset=`` (a SYCL 1.2.1 global offset); others raise
     #: ``errc.feature_not_supported`` for a non-zero one.
     supports_global_offset: bool = False
+    #: Commands issued to one stream run in issue order (a command may follow one issued
+    #: earlier on the same stream without the host waiting).
+    streams_in_order: bool = True
+    #: A launch's token is (nearly) never complete when ``launch`` returns (GPU queues):
+    #: the runtime does not ask at issue time.
+    launch_tokens_pending: bool = False
+    #: The ``alloc`` kind of a launcher's spec-constant buffer (the implicit last kernel
+    #: argument of emulated spec constants).
+    spec_buffer_kind: str = "device"
+    #: Keywords ``load`` takes beyond the contract's: ``device_global_ids`` (export the
+    #: storage of these device globals), ``code_cache`` (see ``load``).
+    load_options: frozenset = frozenset()
 
     def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
         """A driver context over ``devices`` for a user-made ``sycl.context``; None where

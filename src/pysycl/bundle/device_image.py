@@ -15,7 +15,6 @@ the devices it was built for; the device's driver loads it lazily, once per devi
 from __future__ import annotations
 
 import enum
-import inspect
 import threading
 from typing import Any, Iterable
 
@@ -201,10 +200,9 @@ class device_image:
                 stats.bump("load_count")
                 kw = {}
                 uids = list(self._registry.get(ps.DEVICE_GLOBALS, {}))
-                params = inspect.signature(driver.load).parameters
-                if uids and "device_global_ids" in params:
+                if uids and "device_global_ids" in driver.load_options:
                     kw["device_global_ids"] = uids   # native CPU: export their symbols
-                if "code_cache" in params:           # a driver that compiles at load
+                if "code_cache" in driver.load_options:   # a driver compiling at load
                     from .cache import device_code_cache
                     kw["code_cache"] = device_code_cache()
                 prog = driver.load(toolchain.device_description(device), self._binary,

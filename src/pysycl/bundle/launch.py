@@ -348,7 +348,7 @@ class Launcher:
                 data = self.spec_buffer or bytes(8)
                 # A driver may ask for another kind of memory for this read-only argument
                 # (OpenCL: a cl.Buffer, cheaper to launch with than one more USM pointer).
-                kind = getattr(self._driver, "spec_buffer_kind", "device")
+                kind = self._driver.spec_buffer_kind
                 mem = self._driver.alloc(desc, len(data), kind)
                 token = self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data))
                 wait = getattr(token, "wait", None)

@@ -97,7 +97,7 @@ class queue:
             self._wrap_stream(native_stream)
         # A backend stream that runs its commands in issue order lets a command follow
         # one issued earlier on it without the host waiting (OpenCL queue, CUDA stream).
-        self._stream_in_order = bool(getattr(self._driver, "streams_in_order", True))
+        self._stream_in_order = self._driver.streams_in_order
         self._errors: list = []
         self._lock = threading.Lock()
         self._last = None
@@ -427,7 +427,7 @@ class _FastLaunch:
         self.done_token = None   # a token seen complete: tokens never become incomplete
         bind = getattr(launcher, "bind", None)
         self.bound = bind(q._stream) if bind is not None else None
-        self.poll = not getattr(q._driver, "launch_tokens_pending", False)
+        self.poll = not q._driver.launch_tokens_pending
         self.last_r = self.last_g = None
         # The last event issued here to an in-order stream: the stream orders the next.
         self.last_issued = None

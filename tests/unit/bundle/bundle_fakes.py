@@ -107,6 +107,12 @@ class FakeProgram:
 
 class FakeDriver:
     name = "fake"
+    # The capabilities the Driver contract declares (backends/base.py), at their defaults.
+    supports_global_offset = False
+    streams_in_order = True
+    launch_tokens_pending = False
+    spec_buffer_kind = "device"
+    load_options = frozenset()
 
     def __init__(self):
         self.launches, self.loads = [], 0

@@ -166,6 +166,7 @@ class NativeCpuDriver(Driver):
     # so the runtime never needs to look at a stream's order; say False so it always
     # checks tokens instead of assuming one.
     streams_in_order = False
+    load_options = frozenset({"device_global_ids"})
     # Set once the executor is warmed up (create_stream).
     _warm = False
 

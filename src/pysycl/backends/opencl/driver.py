@@ -252,6 +252,8 @@ class OpenCLDriver(Driver):
     # cl.Buffer: Intel's CPU runtime enqueues a kernel more slowly for each USM pointer
     # argument (about 0.5 us for this one), and a buffer works without USM too.
     spec_buffer_kind = "buffer"
+    # Intel's CPU runtime builds SPIR-V for ~200 ms in a fresh process: keep its binaries.
+    load_options = frozenset({"code_cache"})
 
     def __init__(self, prefer_svm: bool = False):
         # prefer_svm: use SVM even where Intel USM exists (tests the fallback path).
