@@ -52,7 +52,6 @@ CODEGEN_ABI and debug options.
 """
 from __future__ import annotations
 
-import builtins
 import enum
 import hashlib
 import json
@@ -65,6 +64,7 @@ import types
 import numpy as np
 
 from .. import config
+from ..detail.names import closure_vars, lookup_name
 
 log = logging.getLogger("pysycl.cache")
 
@@ -233,12 +233,7 @@ class _Fingerprinter:
         out = [fobj._pysycl_function_kind, fobj.name, fobj.module_name, fobj.qualname,
                repr(getattr(fobj, "properties", None)), self._file_digest(fn)]
         self._code(code, out)
-        env = {}
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-            try:
-                env[name] = cell.cell_contents
-            except ValueError:
-                pass
+        env = closure_vars(fn)
         local = set()
         names: set[str] = set()
         for c in _code_objects(code):
@@ -248,17 +243,8 @@ class _Fingerprinter:
             local.update(c.co_cellvars)
         names_f = frozenset(names)
 
-        def resolve(name):
-            if name in env:
-                return True, env[name]
-            if name in fn.__globals__:
-                return True, fn.__globals__[name]
-            if hasattr(builtins, name):
-                return True, getattr(builtins, name)
-            return False, None
-
         for name in sorted(names):
-            found, value = resolve(name)
+            found, value = lookup_name(fn, name, env)
             if found:
                 out.append(f"{name}={fingerprint_value(value, names_f, self)}")
         # Identifiers of the function's own lines that name something in its scope
@@ -272,7 +258,7 @@ class _Fingerprinter:
                 if ident in seen:
                     continue
                 seen.add(ident)
-                found, value = resolve(ident)
+                found, value = lookup_name(fn, ident, env)
                 if found:
                     try:
                         out.append(f"{ident}~{fingerprint_value(value, names_f, self)}")
@@ -282,7 +268,7 @@ class _Fingerprinter:
             if isinstance(ann, str):
                 out.append(f"ann:{name}:str:{ann}")
                 for n in sorted(set(compile(ann, "<annotation>", "eval").co_names)):
-                    found, value = resolve(n)
+                    found, value = lookup_name(fn, n, env)
                     if found:
                         out.append(f"{n}={fingerprint_value(value, names_f, self)}")
             else:
@@ -521,7 +507,6 @@ def fast_signature(kfn):
     whose fingerprint (annotations included) matched a successful full build."""
     def make():
         from ..frontend.signature import KernelSignature, param_info
-        from ..frontend.source import closure_vars
         fn = kfn.py_function
         code = fn.__code__
         anns = getattr(fn, "__annotations__", {})

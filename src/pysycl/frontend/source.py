@@ -13,7 +13,6 @@ returns the function's lines only, dedented when nested; the AST is shifted back
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import linecache
 import os
@@ -23,6 +22,7 @@ import types
 from typing import Any
 
 from .._records import Record
+from ..detail.names import closure_vars, lookup_name  # noqa: F401 - the frontend's names
 from ..errors import compile_error
 from .diagnostics import Source
 
@@ -46,31 +46,6 @@ class ParsedFunction(Record):
     @property
     def closure(self) -> dict[str, Any]:
         return closure_vars(self.fn)
-
-
-def closure_vars(fn) -> dict[str, Any]:
-    """The function's free variables that are bound now (an empty cell is skipped so the
-    name falls through to globals, as Python would fail on it anyway)."""
-    out = {}
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:
-            pass
-    return out
-
-
-def lookup_name(fn, name: str) -> tuple[bool, Any]:
-    """Resolve ``name`` as Python does for a free name in ``fn``: closure, globals,
-    builtins. Returns ``(found, value)``."""
-    cl = closure_vars(fn)
-    if name in cl:
-        return True, cl[name]
-    if name in fn.__globals__:
-        return True, fn.__globals__[name]
-    if hasattr(builtins, name):
-        return True, getattr(builtins, name)
-    return False, None
 
 
 def parse_function(fn) -> ParsedFunction:
