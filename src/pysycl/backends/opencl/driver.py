@@ -457,18 +457,7 @@ class OpenCLDriver(Driver):
 
     def _copy_buffer(self, queue, dst, dst_offset, src, src_offset, nbytes, events):
         wait = events or None
-        if isinstance(dst, OpenCLAllocation) and dst.buffer is None:
-            view = dst.host_view()
-            if view is None:
-                raise exception(errc.feature_not_supported,
-                                "copying between a buffer and device USM is not supported")
-            dst, dst_offset = view, dst_offset
-        if isinstance(src, OpenCLAllocation) and src.buffer is None:
-            view = src.host_view()
-            if view is None:
-                raise exception(errc.feature_not_supported,
-                                "copying between a buffer and device USM is not supported")
-            src, src_offset = view, src_offset
+        dst, src = _buffer_or_host(dst), _buffer_or_host(src)
         if isinstance(dst, OpenCLAllocation) and isinstance(src, OpenCLAllocation):
             ev = cl.enqueue_copy(queue, dst.buffer, src.buffer, byte_count=nbytes,
                                  src_offset=src_offset, dst_offset=dst_offset, wait_for=wait)
@@ -802,6 +791,18 @@ def _address(buf, offset: int, nbytes: int) -> tuple[int, Any]:
         return buf.ptr + offset, None
     arr = _host_bytes(buf, offset, nbytes)
     return arr.ctypes.data, arr
+
+
+def _buffer_or_host(mem):
+    """A buffer copy's side: a buffer allocation, or host memory (USM through its host
+    view; device USM cannot meet a buffer in one copy)."""
+    if isinstance(mem, OpenCLAllocation) and mem.buffer is None:
+        view = mem.host_view()
+        if view is None:
+            raise exception(errc.feature_not_supported,
+                            "copying between a buffer and device USM is not supported")
+        return view
+    return mem
 
 
 def _code_parts(device: DeviceDescription, il: bytes, spec_constants, options: str) -> dict:
