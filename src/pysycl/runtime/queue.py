@@ -239,7 +239,7 @@ class queue:
                         range_or_nd_range.__class__ is range_cls and range_or_nd_range == last_r):
                     ev = fast._issue(fast.last_g, None, None, args)
                 else:
-                    ev = fast.parallel_for(range_or_nd_range, args)
+                    ev = fast.parallel_for_new_range(range_or_nd_range, args)
                 if ev is not None:
                     return ev
         cgh = self._shortcut(depends_on)
@@ -396,7 +396,8 @@ class _FastLaunch:
     None and takes the general path, which raises the same errors.
 
     Per launch it does only what can change: the range is checked once per range object
-    (the last one is remembered, and a new ``sycl.range`` equal to it needs no checks),
+    (the last one is remembered: ``queue.parallel_for`` issues it, or a new
+    ``sycl.range`` equal to it, with no checks; ``parallel_for_new_range`` checks others),
     the driver's launch is bound to the queue's stream (``Launcher.bind``), and a driver
     whose launch tokens are never complete on return (``launch_tokens_pending``: CUDA,
     OpenCL) is not asked about completion at issue time.
@@ -432,16 +433,12 @@ class _FastLaunch:
         # The last event issued here to an in-order stream: the stream orders the next.
         self.last_issued = None
 
-    def parallel_for(self, r, args):
-        if r is self.last_r:
-            return self._issue(self.last_g, None, None, args)
+    def parallel_for_new_range(self, r, args):
+        """A launch over ``r``, which is neither the last launch's range nor a
+        ``sycl.range`` equal to it (``queue.parallel_for`` issues those directly)."""
         t = type(r)
         if t is range_cls:
-            # 1 to 3 ints >= 0 (checked when it was made); a new range equal to the last
-            # one (``q.parallel_for(sycl.range(n), ...)`` in a loop) needs no checks.
-            if r == self.last_r:
-                return self._issue(self.last_g, None, None, args)
-            g, l, off = tuple(r), None, None
+            g, l, off = tuple(r), None, None   # 1 to 3 ints >= 0, checked when made
         elif t is int:
             if r < 0:
                 return None
