@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import enum
 
+from .bundle import free_functions as ff
+from .bundle.device_image import bundle_state
 from .errors import errc, exception
+from .runtime.handler import spec_constant
+from .spec_values import spec_value_bytes
 
 __all__ = ["program", "program_state"]
 
@@ -54,8 +58,6 @@ class program:
         if self._exe is not None:
             raise exception(errc.invalid, "set_spec_constant after the program was built "
                                           "(SYCL 1.2.1 program: values are fixed at build)")
-        from .bundle.kernel_bundle import spec_value_bytes
-        from .runtime.handler import spec_constant
         spec_value_bytes(spec_id, value)    # errc.invalid now if it does not convert
         self._values[spec_id] = value
         return spec_constant(spec_id, value)
@@ -70,8 +72,6 @@ class program:
         if self._exe is not None:
             raise exception(errc.invalid, "build_with_kernel_type: the program is already "
                                           "built (program_state.linked)")
-        from .bundle import free_functions as ff
-        from .bundle.device_image import bundle_state
         inp = ff.get_kernel_bundle(self._context, bundle_state.input, devices=self._devices,
                                    kernel=kernel)
         for spec_id, value in self._values.items():

@@ -3,7 +3,7 @@
 SYCL (ext device_global, sycl-spec-notes.md 2.3): one instance per device and context,
 shared by every kernel on that device whatever image it is in, zero-initialised, kept
 across launches, bundles and spec-constant changes. Each loaded program has its own copy
-of the variable (an LLVM global, found by ``codegen.device_global_symbol``), so the
+of the variable (an LLVM global, found by ``detail.symbols.device_global_symbol``), so the
 instance is kept coherent by ownership, lazily:
 
 * ``owner``: the program whose global holds the current value, or ``None`` while only
@@ -25,20 +25,20 @@ b'\\x01\\x00\\x00\\x00'
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 from typing import Any, Iterable
 
+from ..detail.symbols import device_global_symbol
 from ..errors import errc, exception
+from ..host_objects import _Identifiable
+from ..properties import device_image_scope
+from . import property_sets as ps
 
 _lock = threading.Lock()
 _instances: dict[tuple, "DeviceGlobalInstance"] = {}
 _registered_modules: set[str] = set()
-
-
-def _symbol(uid: str) -> str:
-    from ..codegen import device_global_symbol
-    return device_global_symbol(uid)
 
 
 def _wait(token) -> None:
@@ -58,7 +58,6 @@ class _Program:
     def read(self, stream, offset: int, out: memoryview) -> None:
         p, d, n = self.program, self.driver, out.nbytes
         if hasattr(p, "device_global_address"):                 # native CPU
-            import ctypes
             addr = p.symbol_address(self.symbol)
             ctypes.memmove((ctypes.c_char * n).from_buffer(out), addr + offset, n)
         elif d.name == "cuda":
@@ -69,7 +68,6 @@ class _Program:
     def write(self, stream, offset: int, data: memoryview) -> None:
         p, d, n = self.program, self.driver, data.nbytes
         if hasattr(p, "device_global_address"):
-            import ctypes
             addr = p.symbol_address(self.symbol)
             ctypes.memmove(addr + offset, bytes(data), n)
         elif d.name == "cuda":
@@ -94,7 +92,7 @@ class DeviceGlobalInstance:
         for e in self.programs:
             if e.program is program:
                 return e
-        e = _Program(program, driver, _symbol(self.uid))
+        e = _Program(program, driver, device_global_symbol(self.uid))
         self.programs.append(e)
         if self.image_scope and self.dirty:
             e.write(None, 0, memoryview(self.shadow))
@@ -169,14 +167,12 @@ def instance(device, uid: str, nbytes: int, image_scope: bool) -> DeviceGlobalIn
 
 def instance_of(dg, device) -> DeviceGlobalInstance:
     """The instance of host object ``dg`` (a ``sycl.device_global``) on ``device``."""
-    from ..properties import device_image_scope
     return instance(device, dg.unique_id, dg.nbytes,
                     dg.properties.has_property(device_image_scope))
 
 
 def image_device_globals(image) -> list[tuple[str, int, bool]]:
     """``(unique_id, size, device_image_scope)`` of the variables an image holds."""
-    from . import property_sets as ps
     out = []
     # A warm-start image answers from its property sets (no IR made for this).
     module = None if getattr(image, "is_warm", False) else image.module
@@ -208,7 +204,6 @@ def register_module_objects(module_name: str | None) -> None:
     mod = sys.modules.get(module_name)
     if mod is None:
         return
-    from ..host_objects import _Identifiable
 
     def visit(values: Iterable[Any], depth: int) -> None:
         for v in list(values):

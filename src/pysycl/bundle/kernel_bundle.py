@@ -12,61 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-import numpy as np
-
 from ..errors import errc, exception
+from ..spec_values import (spec_default_bytes, spec_uid, spec_value_bytes,
+                           spec_value_from_bytes)
 from .device_image import bundle_state, device_image
 from .kernel_id import kernel_id, to_kernel_ids
-
-
-# -- specialization_id helpers ---------------------------------------------------------
-
-def spec_uid(spec_id) -> str:
-    """The symbolic ID of a ``sycl.specialization_id`` (or a symbolic ID string)."""
-    if isinstance(spec_id, str):
-        return spec_id
-    uid = getattr(spec_id, "unique_id", None)
-    if isinstance(uid, str):
-        return uid
-    from ..detail import get_unique_id
-    return get_unique_id(spec_id)
-
-
-def spec_dtype(spec_id) -> np.dtype:
-    dt = getattr(spec_id, "dtype", None)
-    if dt is None:
-        raise exception(errc.invalid, f"{spec_id!r} is not a sycl.specialization_id")
-    return np.dtype(dt)
-
-
-def spec_value_bytes(spec_id, value) -> bytes:
-    """``value`` converted to the constant's dtype, as bytes (``errc.invalid`` if it
-    does not convert)."""
-    dt = spec_dtype(spec_id)
-    if isinstance(value, (bytes, bytearray)) and len(value) == dt.itemsize:
-        return bytes(value)
-    try:
-        from ..host_objects import value_bytes
-        return value_bytes(value, dt)
-    except ImportError:
-        from .property_sets import default_value_bytes
-        return default_value_bytes(dt, value)
-
-
-def spec_default_bytes(spec_id) -> bytes:
-    raw = getattr(spec_id, "default_bytes", None)
-    if isinstance(raw, (bytes, bytearray)):
-        return bytes(raw)
-    return spec_value_bytes(spec_id, getattr(spec_id, "default", None))
-
-
-def spec_value_from_bytes(spec_id, raw: bytes):
-    """A NumPy value of the constant's dtype (scalar, ``np.void`` struct or array)."""
-    dt = spec_dtype(spec_id)
-    arr = np.frombuffer(bytes(raw), dtype=dt, count=1)
-    if dt.subdtype is not None:
-        return arr[0].copy()
-    return arr[0].copy() if dt.fields is not None else arr[0]
 
 
 # -- kernel_bundle ------------------------------------------------------------------

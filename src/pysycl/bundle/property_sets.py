@@ -28,6 +28,7 @@ import struct
 from typing import Iterable, Iterator, Mapping, Union
 
 from ..errors import errc, exception
+from ..spec_values import value_bytes
 
 # Set names exactly as DPC++ spells them (PropertySets.md).
 SPEC_CONSTANTS = "SYCL/specialization constants"
@@ -448,36 +449,6 @@ def assign_leaf_ids(constants, start: int = 0) -> dict[str, list[tuple[int, int,
     return layout
 
 
-def default_value_bytes(dtype, default=None) -> bytes:
-    """The bytes of one constant's default (``None``: zero), padding zeroed.
-
-    >>> default_value_bytes("<i4", 42).hex()
-    '2a000000'
-    """
-    import numpy as np
-
-    dtype = np.dtype(dtype)
-    value = np.zeros((), dtype=dtype)
-    if default is not None:
-        try:
-            if isinstance(default, np.ndarray) or np.isscalar(default) or dtype.names is None:
-                value[()] = default
-            else:
-                value[()] = _as_record(default, dtype)
-        except (TypeError, ValueError) as e:
-            raise exception(errc.invalid, f"default {default!r} does not convert to {dtype}: {e}") from None
-    return value.tobytes()
-
-
-def _as_record(value, dtype):
-    """Nested tuples/lists for a structured dtype (NumPy wants tuples, not lists)."""
-    if dtype.names is None or isinstance(value, (bytes, memoryview)):
-        return value
-    if hasattr(value, "dtype") and getattr(value, "dtype", None) == dtype:
-        return value
-    return tuple(_as_record(v, dtype.fields[n][0]) for n, v in zip(dtype.names, value))
-
-
 def default_values_blob(constants, layout: Mapping[str, list[tuple[int, int, int]]]) -> bytes:
     """``SYCL/specialization constants default values`` ``all``: every constant's default
     in ascending numeric-ID order, each taking its full size (the emulated buffer).
@@ -496,7 +467,7 @@ def default_values_blob(constants, layout: Mapping[str, list[tuple[int, int, int
             raise exception(errc.invalid, f"spec constant {item[0]} has no assigned IDs")
         return min(leaf[0] for leaf in leaves if leaf[0] != PADDING_LEAF_ID)
 
-    return b"".join(default_value_bytes(dtype, default)
+    return b"".join(value_bytes(default, dtype)
                     for _sym, dtype, default in sorted(constants, key=first_id))
 
 

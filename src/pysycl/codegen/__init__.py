@@ -12,7 +12,7 @@ Public API:
 """
 from .context import RULES, AccessorValue, LoweringContext, Rule, VarSlot, rule
 from .module import SPEC_BUFFER_PARAM, lower_module, param_types
-from .rules_memory import device_global_symbol
+from ..detail.symbols import device_global_symbol
 from .target_lowering import TargetLowering, missing_rules
 
 __all__ = ["RULES", "Rule", "rule", "LoweringContext", "AccessorValue", "VarSlot",

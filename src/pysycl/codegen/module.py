@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
+from ..detail.symbols import llvm_name
 from ..ir.core import Function, Module, Param
 from ..properties import POINTER_ANNOTATION
 from ..ir.types import (AccessorType, LocalAccessorType, PointerType, ScalarType, Type)
@@ -106,7 +107,7 @@ def _param_attributes(fn: ll.Function, f: Function, lowering: TargetLowering) ->
         i += n
     names = [p.name for p in f.params for _ in param_types(p, f.kind == "kernel", lowering)]
     for arg, name in zip(fn.args, names + [SPEC_BUFFER_PARAM] + [n for n, _ in lowering.hidden_params(f)]):
-        arg.name = rules_memory._llname(name)
+        arg.name = llvm_name(name)
 
 
 def _function_attributes(fn: ll.Function, properties: dict[str, str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
+from ..ir.loops import constant_int, full_unroll_wanted
 from ..ir.types import ScalarType
 from . import types as lt
 from . import debug_checks
@@ -39,30 +40,6 @@ def trip_count(ctx, lo, hi, step):
     return bld.select(has, n, zero)
 
 
-# Loops of at most this many iterations, known when the kernel is compiled, ask LLVM to
-# unroll them fully (``llvm.loop.unroll.full``): the native CPU compiler turns LLVM's own
-# unrolling heuristics off (they double code-generation time for little speed), and a
-# small constant loop inside a work-item must still vanish so the work-item loop around
-# it is the innermost, vectorised one. Up to FULL_UNROLL_TRIPS always; up to
-# FULL_UNROLL_MAX_TRIPS while trips x IR ops of the body stay within FULL_UNROLL_BUDGET
-# (FIR with 33 taps from a literal spec constant: 33 x 15 ops, unrolled and vectorised
-# across work-items 2x faster than in strips, passes/strip_uniform_loops).
-FULL_UNROLL_TRIPS = 32
-FULL_UNROLL_MAX_TRIPS = 64
-FULL_UNROLL_BUDGET = 1024
-
-
-def full_unroll_wanted(loop) -> bool:
-    """Whether the ``for`` op ``loop`` has a constant trip count small enough to unroll."""
-    trips = static_trip_count(loop)
-    if trips is None or trips <= 1:
-        return False
-    if trips <= FULL_UNROLL_TRIPS:
-        return True
-    return trips <= FULL_UNROLL_MAX_TRIPS and \
-        trips * sum(1 for _ in loop.regions[0].walk()) <= FULL_UNROLL_BUDGET
-
-
 class LoopID(ll.values.MDValue):
     """``distinct !{!self, ops...}``: an LLVM loop ID (its first operand is itself)."""
 
@@ -78,22 +55,6 @@ class LoopID(ll.values.MDValue):
     __hash__ = object.__hash__
 
 
-def _const_int(v):
-    owner = getattr(v, "owner", None)
-    if owner is None or owner.name != "const":
-        return None
-    value = owner.attrs.get("value")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def static_trip_count(op) -> int | None:
-    """len(range(lo, hi, step)) of a ``for`` whose bounds are constants, else None."""
-    lo, hi, step = (_const_int(v) for v in op.operands)
-    if lo is None or hi is None or not step:
-        return None
-    return len(range(lo, hi, step))
-
-
 def full_unroll_md(module: ll.Module) -> LoopID:
     return LoopID(module, [module.add_metadata([ll.MetaDataString(module,
                                                                   "llvm.loop.unroll.full")])])
@@ -104,7 +65,7 @@ def lower_for(ctx, op):
     lo_v, hi_v, step_v = op.operands
     t: ScalarType = lo_v.type
     lo, hi, step = (index64(ctx, v) for v in op.operands)
-    if _const_int(step_v) == 1:
+    if constant_int(step_v) == 1:
         # ``k < hi - lo`` runs len(range(lo, hi)) times (none when hi <= lo) without the
         # smax(hi - lo, 0) of the general count: a backend that sees ``hi`` only late
         # (a SPIR-V spec constant set at clBuildProgram) folds a plain compare, not an

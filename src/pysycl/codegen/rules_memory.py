@@ -2,11 +2,10 @@
 specialization constants and atomics."""
 from __future__ import annotations
 
-import hashlib
-import re
 
 from llvmlite import ir as ll
 
+from ..detail.symbols import device_global_symbol, llvm_name
 from ..ir.core import Op
 from ..ir.types import ArrayType, ScalarType, StructType, TupleType, Type, VecType
 from . import debug_checks
@@ -25,7 +24,7 @@ def declare_var(ctx: LoweringContext, name: str, t: Type, per_item: bool = False
     if slot is not None and slot.type == t and slot.per_item == per_item:
         return slot
     count = ctx.lowering.per_item_count(ctx) if per_item else None
-    slot = VarSlot(ctx.alloca(ctx.mtype(t), count, name=_llname(name)), t, per_item)
+    slot = VarSlot(ctx.alloca(ctx.mtype(t), count, name=llvm_name(name)), t, per_item)
     ctx.vars[name] = slot
     return slot
 
@@ -44,10 +43,6 @@ def var_address(ctx: LoweringContext, name: str, op: Op) -> tuple[ll.Value, Type
     index = getattr(ctx.lowering, "per_item_index", None)   # native CPU strips
     lin = index(ctx) if index else ctx.lowering.work_item(ctx, "local_linear_id", None)
     return lt.gep(ctx.builder, slot.ptr, [lin], ctx.mtype(slot.type), inbounds=True), slot.type
-
-
-def _llname(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
 
 
 @rule("var")
@@ -230,17 +225,6 @@ def lower_acc_range(ctx, op):
 
 
 # Device globals and specialization constants ------------------------------------------------
-def device_global_symbol(unique_id: str) -> str:
-    """The LLVM symbol of the device_global with ``unique_id``: readable and deterministic,
-    with a hash so IDs that differ only in punctuation cannot collide.
-
-    >>> device_global_symbol("app.counter")
-    '__pysycl_dg_app_counter_5b0c2c3f'
-    """
-    digest = hashlib.sha256(unique_id.encode()).hexdigest()[:8]
-    return f"__pysycl_dg_{_llname(unique_id).replace('.', '_')}_{digest}"
-
-
 def device_global(ctx: LoweringContext, unique_id: str, t: Type) -> ll.GlobalVariable:
     name = device_global_symbol(unique_id)
     if name in ctx.llmodule.globals:

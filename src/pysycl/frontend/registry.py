@@ -11,10 +11,21 @@ True
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .decorators import ExternalFunction, KernelFunction
+
+class KernelFunction(Protocol):
+    """What the registry reads of a ``@sycl.kernel`` (it records, never builds)."""
+    name: str
+    module_name: str
+
+
+class ExternalFunction(Protocol):
+    """What the registry reads of an ``@sycl.external``."""
+    name: str
+    qualname: str
+    module_name: str
+    is_declaration: bool
 
 _lock = threading.Lock()
 _kernels: dict[str, list["KernelFunction"]] = {}

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from pysycl.ir.core import Function, Op, Region, Value
 
+from pysycl.ir.loops import full_unroll_wanted
+
 from .fission_values import MAX_RECOMPUTE, PURE
 
 UNIFORM_WI = frozenset({"wi.local_range", "wi.global_range", "wi.group_range", "wi.group_id",
@@ -286,7 +288,6 @@ def _unrolls_flat(loop: Op) -> bool:
     registers: one load and store of the per-item slot per region, not per iteration.
     Tiled matmul (1024^2, 16x16 tiles, ``for k in range(TILE)``, 2 threads): about
     1.5-1.7x Numba parallel interchanged, about 0.8-1.0x kept inside."""
-    from pysycl.codegen.rules_control import full_unroll_wanted
     if not full_unroll_wanted(loop):
         return False
     return not any(o.name in ("for", "while") for o in loop.regions[0].walk())

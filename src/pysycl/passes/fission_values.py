@@ -24,18 +24,9 @@ from pysycl._records import Record
 from pysycl.errors import errc, exception
 from pysycl.ir.clone import clone_op
 from pysycl.ir.core import Function, Op, Region, Value
-from pysycl.ir.ops import MATH_FUNCTIONS
-from pysycl.ir.type_rules import BINARY, UNARY
+from pysycl.ir.effects import PURE, PURE_PER_ITEM
 from pysycl.ir.verifier import describe_loc
 
-PURE = frozenset({"const", "spec.get", "dg.addr", "acc.range", "cmp", "cast", "select",
-                  "struct.get", "tuple.get", "array.get", "vec.get", *BINARY, *UNARY,
-                  *(f"math.{n}" for n in MATH_FUNCTIONS)})
-PURE_PER_ITEM = frozenset({"acc.ptr", "ptr.offset", "ptr.elem", "ptr.field",
-                           "wi.global_id", "wi.local_id", "wi.group_id", "wi.global_range",
-                           "wi.local_range", "wi.group_range", "wi.global_offset",
-                           "wi.global_linear_id", "wi.local_linear_id", "wi.group_linear_id",
-                           "sg.local_id", "sg.local_range", "sg.group_id", "sg.group_range"})
 MAX_RECOMPUTE = 24  # ops; longer expressions go through a var
 
 

@@ -32,7 +32,7 @@ gather/scatter (also the unit-stride ``x[i + k]`` and ``y[i]``), and ran no fast
 scalar code.
 
 Only loops that profit and are safe are taken: a top-level ``for`` with uniform bounds
-that is not a small constant loop (those fully unroll: ``rules_control.full_unroll_wanted``),
+that is not a small constant loop (those fully unroll: ``ir.loops.full_unroll_wanted``),
 whose body (nested loops included, which must be uniform ``for`` loops too) does not
 write memory, call functions, ``break``, ``continue`` or ``return``; and only in kernels
 without barriers or group operations, with one known number of dimensions.
@@ -43,7 +43,7 @@ without barriers or group operations, with one known number of dimensions.
 """
 from __future__ import annotations
 
-from pysycl.codegen.rules_control import full_unroll_wanted
+from pysycl.ir.loops import full_unroll_wanted
 from pysycl.ir.core import Function, Module, Op
 from pysycl.ir.types import ArrayType, IndexSpaceType
 

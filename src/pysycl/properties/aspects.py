@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import enum
 
+from ..errors import errc, exception
+
 
 class aspect(enum.IntEnum):
     """Optional device features; ``int(a)`` is DPC++'s aspect number."""
@@ -47,8 +49,6 @@ def to_aspect(value) -> aspect:
     >>> to_aspect("fp16") is aspect.fp16 and to_aspect(5) is aspect.fp16
     True
     """
-    from ..errors import errc, exception
-
     if isinstance(value, aspect):
         return value
     if isinstance(value, str) and value in aspect.__members__:

@@ -20,7 +20,11 @@ import numpy as np
 
 from .. import types
 from ..backends.base import KernelArg, KernelArgKind
+from ..backends import registry
 from ..errors import errc, exception
+from . import dlpack
+from .buffer import accessor, local_accessor
+from .usm import usm_array
 
 _SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
                                  KernelArgKind.mem, KernelArgKind.local)
@@ -87,7 +91,6 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
     """(memory handle, dtype) of a USM array or an interop object usable on ``dev``;
     ``stream``: the queue's backend stream (CUDA arrays of other libraries are ordered
     after their producer's pending work on it, see :func:`_cuda_pointer`)."""
-    from .usm import usm_array
 
     desc = dev._desc
     if isinstance(value, usm_array):
@@ -126,8 +129,6 @@ def _c_contiguous(shape, strides, itemsize: int) -> bool:
 
 
 def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
-    from . import dlpack
-    from ..backends import registry
 
     desc = dev._desc
     want = registry.dlpack_device(desc, "device")
@@ -253,7 +254,6 @@ def _struct_packer(p, kernel):
 
 
 def _accessor_packer(p, kernel):
-    from .buffer import accessor
 
     want_write = p.mode is not None and types.access_mode(getattr(p.mode, "value", p.mode)) \
         is not types.access_mode.read_only
@@ -283,7 +283,6 @@ def _accessor_packer(p, kernel):
 
 
 def _local_packer(p, kernel):
-    from .buffer import local_accessor
 
     def pack(value, out, cgh, keep):
         if not isinstance(value, local_accessor):
@@ -302,7 +301,6 @@ def _local_packer(p, kernel):
 
 
 def _pointer_packer(p, kernel):
-    from .usm import usm_array
 
     dt = np.dtype(p.dtype) if p.dtype is not None else None
 
@@ -369,8 +367,7 @@ class Packer:
         with one check each, and hands anything else (another array type or device,
         a new scalar value, a wrong count) to :meth:`pack_slow`, which converts, checks
         and raises as always."""
-        from .usm import usm_array
-
+    
         user = [p for p in params if p.kind not in _IMPLICIT]
         if not user or any(p.kind not in ("global_ptr", "scalar") for p in user):
             return None

@@ -25,6 +25,9 @@ from .. import types
 from ..errors import errc, exception
 from ..properties.arguments import no_init_key
 from .event import USER, complete, new_event
+from .ranges import id as id_
+from .ranges import range as range_
+from .usm import alloc_on
 
 _access_lock = threading.Lock()
 _READ = types.access_mode.read_only
@@ -85,7 +88,6 @@ class buffer:
 
     # Info ------------------------------------------------------------------------------
     def get_range(self):
-        from .ranges import range as range_
         return range_(*self.shape) if self.shape else range_(1)
 
     @property
@@ -150,7 +152,6 @@ class buffer:
         key = (id(ctx.handle), id(desc))
         entry = self._device_mem.get(key)
         if entry is None:
-            from .usm import alloc_on
             with self._lock:
                 entry = self._device_mem.get(key)
                 if entry is None:
@@ -257,11 +258,9 @@ class accessor:
         return self.buffer.dtype
 
     def get_range(self):
-        from .ranges import range as range_
         return range_(*self._range)
 
     def get_offset(self):
-        from .ranges import id as id_
         return id_(*self._offset)
 
     def get_count(self) -> int:
@@ -357,7 +356,6 @@ class host_accessor:
         return len(self._view)
 
     def get_range(self):
-        from .ranges import range as range_
         return range_(*self._view.shape)
 
 
@@ -385,7 +383,6 @@ class local_accessor:
         return len(self.shape)
 
     def get_range(self):
-        from .ranges import range as range_
         return range_(*self.shape)
 
     def __repr__(self):

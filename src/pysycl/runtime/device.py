@@ -17,7 +17,7 @@ from ..backends import registry
 from ..backends.base import DeviceDescription
 from ..errors import errc, exception
 from ..properties.aspects import aspect, to_aspect
-from . import filters
+from . import filters, selectors
 from .info import backend as backend_enum
 from .info import device_type as device_type_enum
 from .info import get_info
@@ -115,7 +115,6 @@ class device:
     def __new__(cls, selector=None):
         if isinstance(selector, device):
             return selector
-        from .selectors import select_device
         return select_device(selector)
 
     @classmethod
@@ -200,3 +199,25 @@ class device:
 
     def __repr__(self):
         return f"<sycl.device {self._desc.backend}:{self._desc.device_type} {self.name!r}>"
+
+
+def select_device(selector=None):
+    """The visible device with the highest non-negative score; ``errc.runtime`` if none."""
+    if selector is None:
+        selector = selectors.default_selector_v
+    if not callable(selector):
+        raise exception(errc.invalid, f"{selector!r} is not a device selector "
+                        "(a callable device -> int) nor a sycl.device")
+    best, best_score = None, -1
+    for desc in filters.visible_devices():
+        dev = device._wrap(desc)
+        score = selector(dev)
+        if score is None:
+            continue
+        if score > best_score:
+            best, best_score = dev, score
+    if best is None:
+        name = getattr(selector, "__name__", repr(selector))
+        raise exception(errc.runtime, f"no device satisfies {name} among "
+                        f"{len(filters.visible_devices())} visible device(s)")
+    return best

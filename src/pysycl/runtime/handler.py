@@ -16,7 +16,10 @@ import numpy as np
 
 from .. import types
 from ..errors import errc, exception
+from ..spec_values import (spec_default_bytes, spec_value_bytes, spec_value_from_bytes,
+                           value_bytes)
 from . import args as args_mod
+from . import memops
 from .buffer import accessor, local_accessor
 from .event import BARRIER, HOST, STREAM, event
 from .ranges import nd_range as nd_range_cls
@@ -31,7 +34,6 @@ class spec_constant:
     __slots__ = ("spec_id", "value", "raw")
 
     def __init__(self, spec_id, value):
-        from ..bundle.kernel_bundle import spec_value_bytes
         self.spec_id = spec_id
         self.value = value
         self.raw = spec_value_bytes(spec_id, value)
@@ -74,7 +76,6 @@ def _spec_name(spec_id) -> str:
 def _spec_bytes(spec_id, value) -> bytes:
     if not hasattr(spec_id, "dtype"):
         raise exception(errc.invalid, f"{spec_id!r} is not a sycl.specialization_id")
-    from ..bundle.kernel_bundle import spec_value_bytes
     return spec_value_bytes(spec_id, value)
 
 
@@ -229,7 +230,6 @@ class handler:
             raise exception(errc.invalid, f"get_specialization_constant({_spec_name(spec_id)}) "
                             "after use_kernel_bundle in the same command group "
                             "(SYCL 2020 4.9.5.2)")
-        from ..bundle.kernel_bundle import spec_default_bytes, spec_value_from_bytes
         raw = self._spec.get(spec_id) if self._spec is not None else None
         if raw is None:
             raw = spec_default_bytes(spec_id)
@@ -263,7 +263,6 @@ class handler:
                 dt = np.dtype(p.dtype)
                 raw = a.raw if dt == np.dtype(a.spec_id.dtype) else None
                 if raw is None:
-                    from ..host_objects import value_bytes
                     raw = value_bytes(a.value, dt)
                 spec[types.spec_placeholder_id(fn.name, p.name)] = raw
         return spec
@@ -271,22 +270,18 @@ class handler:
     # Memory ------------------------------------------------------------------------------
     def memcpy(self, dst, src, num_bytes=None, offset=0):
         """Copy ``num_bytes`` (default: all of the smaller side) from ``src`` to ``dst``."""
-        from . import memops
         memops.memcpy(self, dst, src, num_bytes, offset)
 
     def copy(self, src, dst, count=None, start_index=0):
         """Copy ``count`` elements (default: all) from ``src`` to ``dst``."""
-        from . import memops
         memops.copy(self, src, dst, count, start_index)
 
     def fill(self, dst, value, count=None):
         """Set ``count`` elements (default: all) of ``dst`` to ``value``."""
-        from . import memops
         memops.fill(self, dst, value, count)
 
     def memset(self, dst, byte, num_bytes=None):
         """Set ``num_bytes`` (default: all) bytes of ``dst`` to ``byte``."""
-        from . import memops
         memops.memset(self, dst, byte, num_bytes)
 
     def local_accessor(self, dtype, shape) -> local_accessor:

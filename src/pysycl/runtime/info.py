@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import enum
 
+from ..errors import errc, exception
+
 
 class backend(enum.Enum):
     """``sycl.backend``: where a device comes from."""
@@ -112,8 +114,6 @@ class info:
 
 def get_info(obj, descriptor):
     """The answer to ``descriptor`` for ``obj`` (the body of every ``get_info``)."""
-    from ..errors import errc, exception
-
     if not isinstance(descriptor, enum.Enum):
         raise exception(errc.invalid, f"{descriptor!r} is not a sycl.info descriptor")
     try:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bundle.device_globals import instance_of
 from ..errors import errc, exception
+from ..host_objects import device_global
+from ..properties import host_access
 from .buffer import accessor
 from .event import STREAM
 from .usm import usm_array
@@ -58,13 +61,11 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         side = _Side(mem, 0, arr.nbytes, arr.dtype)
         side.acc = arr if not isinstance(mem, memoryview) else None
         return side
-    hook = getattr(obj, "__pysycl_memory__", None)  # e.g. device globals (bundle layer)
-    if hook is not None:
-        side = _Side(*hook(q), None)
-        if _is_dg(side):
-            side.acc = obj
-            _check_host_access(obj, write)
-            side.mem.check_host_copy()
+    if isinstance(obj, device_global):
+        # The memory is the variable's instance on the queue's device.
+        side = _Side(instance_of(obj, q._device), 0, obj.nbytes, obj.element_dtype, obj)
+        _check_host_access(obj, write)
+        side.mem.check_host_copy()
         return side
     raise exception(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
                     "(expected sycl.usm_array, an accessor or a host array)")
@@ -86,7 +87,6 @@ def _device_global_pair(d: _Side, s: _Side, what: str) -> tuple[_Side, _Side] | 
 def _check_host_access(dg, write: bool) -> None:
     """``host_access`` (ext device_global): ``read`` forbids copies to the variable,
     ``write`` copies from it, ``none`` both."""
-    from ..properties import host_access
     props = dg.properties
     if not props.has_property(host_access):
         return

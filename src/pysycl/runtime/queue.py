@@ -19,6 +19,7 @@ import threading
 from threading import get_ident as _get_ident
 
 from ..errors import errc, exception
+from . import args as args_mod
 from .context import context as context_cls
 from .device import device as device_cls
 from .event import (STREAM, _token_done, complete, event, issued_event,
@@ -412,7 +413,6 @@ class _FastLaunch:
                  "last_r", "last_g", "last_issued")
 
     def __init__(self, q, kernel, launcher):
-        from . import args as args_mod
         self.q = q
         self.launcher = launcher
         self.packer = args_mod.packer_for(launcher)
@@ -447,8 +447,7 @@ class _FastLaunch:
             g = tuple(r.global_range)
             l = tuple(r.local_range)
             off = tuple(r.offset)
-            from .args import check_launch
-            check_launch(self.desc, g, l, self.packer.kernel)
+            args_mod.check_launch(self.desc, g, l, self.packer.kernel)
         elif isinstance(r, tuple):
             for v in r:
                 if type(v) is not int or v < 0:

@@ -10,9 +10,7 @@ True
 """
 from __future__ import annotations
 
-from ..errors import errc, exception
 from ..properties.aspects import to_aspect
-from . import filters
 
 
 def default_selector_v(dev) -> int:
@@ -92,27 +90,3 @@ default_selector = default_selector_v
 cpu_selector = cpu_selector_v
 gpu_selector = gpu_selector_v
 accelerator_selector = accelerator_selector_v
-
-
-def select_device(selector=None):
-    """The visible device with the highest non-negative score; ``errc.runtime`` if none."""
-    from .device import device
-
-    if selector is None:
-        selector = default_selector_v
-    if not callable(selector):
-        raise exception(errc.invalid, f"{selector!r} is not a device selector "
-                        "(a callable device -> int) nor a sycl.device")
-    best, best_score = None, -1
-    for desc in filters.visible_devices():
-        dev = device._wrap(desc)
-        score = selector(dev)
-        if score is None:
-            continue
-        if score > best_score:
-            best, best_score = dev, score
-    if best is None:
-        name = getattr(selector, "__name__", repr(selector))
-        raise exception(errc.runtime, f"no device satisfies {name} among "
-                        f"{len(filters.visible_devices())} visible device(s)")
-    return best

@@ -19,6 +19,8 @@ import numpy as np
 from ..backends import registry
 from ..errors import errc, exception
 from . import dlpack
+from .context import context as context_cls
+from .device import device as device_cls
 
 _KINDS = ("device", "shared", "host")
 
@@ -163,16 +165,15 @@ class usm_array:
 
 
 def _queue_parts(q, context):
-    from .context import context as context_cls
-    from .device import device as device_cls
-    from .queue import queue as queue_cls
-
-    if isinstance(q, queue_cls):
-        return q.get_device(), q.get_context()
+    """``(device, context)`` of an allocation: from a queue (anything whose
+    ``get_device()`` and ``get_context()`` give them), or a device and its default context."""
     if isinstance(q, device_cls):
-        if context is None:
-            context = context_cls._default_for(q)
-        return q, context
+        return q, context if context is not None else context_cls._default_for(q)
+    get_device, get_context = getattr(q, "get_device", None), getattr(q, "get_context", None)
+    if callable(get_device) and callable(get_context):
+        dev, ctx = get_device(), get_context()
+        if isinstance(dev, device_cls) and isinstance(ctx, context_cls):
+            return dev, ctx
     raise exception(errc.invalid, f"USM allocation needs a sycl.queue (or device and "
                     f"context), not {q!r}")
 

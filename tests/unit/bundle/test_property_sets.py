@@ -8,13 +8,14 @@ import pytest
 from pysycl.bundle.property_sets import (
     DEVICE_GLOBALS, PADDING_LEAF_ID, SPEC_CONSTANTS, SPEC_CONSTANTS_DEFAULT_VALUES, BitBytes,
     PropertySetRegistry, assign_leaf_ids, base64_decode, base64_encode, decode_value,
-    default_value_bytes, default_values_blob, device_global_descriptor,
+    default_values_blob, device_global_descriptor,
     device_globals_property_set, encode_value, exported_symbols_property_set,
     imported_symbols_property_set, kernel_names_property_set, kernel_param_opt_mask,
     pack_spec_constant_descriptors, spec_constant_default_values_property_set,
     spec_constant_offsets, spec_constants_property_set, unpack_device_global_descriptor,
     unpack_spec_constant_descriptors)
 from pysycl.errors import errc, exception
+from pysycl.spec_values import value_bytes
 
 NESTED = np.dtype([("a", np.float32), ("b", np.float32)])
 A = np.dtype([("x", np.int32), ("n", NESTED)])
@@ -191,11 +192,11 @@ class TestSpecConstantSets:
         assert_invalid(assign_leaf_ids, [("u", union)])
 
     def test_default_values(self):
-        assert default_value_bytes(np.float64) == bytes(8)
-        assert default_value_bytes(A, [1, [3.0, 4.0]]) == struct.pack("<iff", 1, 3.0, 4.0)
+        assert value_bytes(None, np.float64) == bytes(8)
+        assert value_bytes([1, [3.0, 4.0]], A) == struct.pack("<iff", 1, 3.0, 4.0)
         padded = np.dtype([("i", np.int32), ("c", np.int8)], align=True)
-        assert default_value_bytes(padded, (7, 1)) == struct.pack("<ib3x", 7, 1)
-        assert_invalid(default_value_bytes, np.int32, "not a number")
+        assert value_bytes((7, 1), padded) == struct.pack("<ib3x", 7, 1)
+        assert_invalid(value_bytes, "not a number", np.int32)
 
 
 class TestOtherSets:

@@ -56,7 +56,7 @@ class NativeCpuCompiler(Compiler):
         # 71 -> 32 ms on the 2-core benchmark machine) for no measurable speed: the
         # kernels are memory bound or already unrolled by us. Loops that must vanish are
         # unrolled anyway: sycl.static_range by passes/unroll_static_range, small constant
-        # loops through llvm.loop.unroll.full (codegen/rules_control.FULL_UNROLL_TRIPS),
+        # loops through llvm.loop.unroll.full (ir/loops.FULL_UNROLL_TRIPS),
         # which LLVM honours with unrolling off.
         pto.loop_unrolling = self.unroll
         pb = llvm.create_pass_builder(tm, pto)

@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover - other implementations
 import llvmlite.binding as llvm
 
 from ... import config
+from ...detail.symbols import device_global_symbol
 from ...errors import errc, exception
 from ..base import KernelArg, KernelArgKind
 from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
@@ -38,12 +39,6 @@ from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, 
 # codegen.debug_checks.FAIL_SYMBOL (tests check they agree). Not imported from there:
 # loading a cached object must not import the code generator (warm start).
 DEBUG_FAIL_SYMBOL = "__pysycl_debug_fail"
-
-
-def device_global_symbol(unique_id: str) -> str:
-    """``codegen.device_global_symbol`` (imported on first use)."""
-    from ...codegen import device_global_symbol as symbol
-    return symbol(unique_id)
 
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,

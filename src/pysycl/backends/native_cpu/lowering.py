@@ -42,7 +42,7 @@ from ...codegen.rules_scalar import lower_cmp
 from ...codegen import types as lt
 from ...ir.core import Function, Op
 from ...ir.types import IndexSpaceType, ScalarType
-from ...passes.fission_values import PURE, PURE_PER_ITEM
+from ...ir.effects import PURE, PURE_PER_ITEM
 from .target import (LAUNCH_DIMS, LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET,
                      entry_symbol)
 
