@@ -88,11 +88,14 @@ def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
     module = frame.f_globals.get("__name__", "<unknown>")
     if code.co_name == "<module>":
         return DefinitionSite(module, None, "module")
-    qualname = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python >= 3.11
     # A class body is executed as a code object named after the class whose locals
-    # carry __qualname__ (set by type.__build_class__ before the body runs).
-    if frame.f_locals.get("__qualname__") == qualname and "__module__" in frame.f_locals:
-        return DefinitionSite(module, qualname, "class")
+    # carry __qualname__ (set by type.__build_class__ before the body runs); that
+    # also gives the full name on Python 3.10, whose code objects lack co_qualname.
+    class_name = frame.f_locals.get("__qualname__")
+    if (isinstance(class_name, str) and "__module__" in frame.f_locals
+            and class_name.rpartition(".")[2] == code.co_name):
+        return DefinitionSite(module, class_name, "class")
+    qualname = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python >= 3.11
     return DefinitionSite(module, qualname, "function")
 
 
