@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .._records import FrozenValue, Record
+from ..errors import errc, exception
 
 _set = object.__setattr__
 _NEW: Any = object()   # DeviceDescription(extra=...) not given: a new dict
@@ -178,9 +179,9 @@ class Driver(abc.ABC):
     #: The ``alloc`` kind of a launcher's spec-constant buffer (the implicit last kernel
     #: argument of emulated spec constants).
     spec_buffer_kind: str = "device"
-    #: Keywords ``load`` takes beyond the contract's: ``device_global_ids`` (export the
-    #: storage of these device globals), ``code_cache`` (see ``load``).
-    load_options: frozenset = frozenset()
+    #: The driver compiles device code when it loads an image (OpenCL: SPIR-V to the
+    #: device's ISA), so ``load`` is given the device code cache.
+    compiles_at_load: bool = False
 
     def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
         """A driver context over ``devices`` for a user-made ``sycl.context``; None where
@@ -212,23 +213,66 @@ class Driver(abc.ABC):
     # Code -------------------------------------------------------------------
     @abc.abstractmethod
     def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
-             spec_constants: Mapping[int, bytes] | None = None) -> Any:
+             spec_constants: Mapping[int, bytes] | None = None, *,
+             device_global_ids: Sequence[str] = (), code_cache: Any = None) -> Any:
         """Load an executable image; ``spec_constants`` maps native SpecIds to value bytes.
 
-        A driver that compiles at load (OpenCL: SPIR-V to device code) may take a
-        keyword ``code_cache``: an object with ``get(parts) -> bytes | None`` and
-        ``put(parts, data)``, ``parts`` a dict of what its compilation depends on
-        (bundle/cache.DeviceCodeCache), or None when caching is off."""
+        ``device_global_ids``: the unique IDs of the image's device globals, for a driver
+        that must ask for their storage to be kept (the native CPU exports their
+        symbols). ``code_cache`` (given to a driver that ``compiles_at_load``, else
+        None): an object with ``get(parts) -> bytes | None`` and ``put(parts, data)``,
+        ``parts`` a dict of what the driver's compilation depends on
+        (``bundle.cache.DeviceCodeCache``), or None when caching is off."""
 
     @abc.abstractmethod
     def launch(self, stream: Any, program: Any, kernel_name: str, global_size: Sequence[int],
                local_size: Sequence[int] | None, args: Sequence[KernelArg],
                local_mem_bytes: int = 0) -> Any:
-        """Enqueue one launch; returns a completion token with ``wait()``."""
+        """Enqueue one launch; returns a completion token with ``wait()``. A driver that
+        ``supports_global_offset`` also takes ``offset=`` (a tuple of ints)."""
+
+    def bind_launch(self, stream: Any, program: Any, kernel_name: str,
+                    trailing: KernelArg) -> Callable[..., Any]:
+        """:meth:`launch` of one kernel on one stream as a function
+        ``bound(global_size, local_size, args, local_mem_bytes=0) -> token``: the
+        launcher calls it for every launch after the first. ``args`` is a fresh list
+        the call may extend; ``trailing`` (the spec-constant buffer) goes last. A driver
+        overrides this to look up its kernel object once instead of per launch."""
+        launch = self.launch
+
+        def bound(global_size, local_size, args, local_mem_bytes=0):
+            args.append(trailing)
+            return launch(stream, program, kernel_name, global_size, local_size, args,
+                          local_mem_bytes)
+        return bound
+
+    def read_device_global(self, stream: Any, program: Any, symbol: str, offset: int,
+                           out: memoryview) -> None:
+        """Copy ``out.nbytes`` bytes of the loaded program's global ``symbol`` from byte
+        ``offset`` into ``out``; returns when the copy is done. Every backend that loads
+        images with device globals implements this and :meth:`write_device_global`."""
+        raise exception(errc.feature_not_supported,
+                        f"the {self.name} backend has no device globals")
+
+    def write_device_global(self, stream: Any, program: Any, symbol: str, offset: int,
+                            data: memoryview) -> None:
+        """Copy ``data`` into the loaded program's global ``symbol`` at byte ``offset``;
+        returns when the copy is done."""
+        raise exception(errc.feature_not_supported,
+                        f"the {self.name} backend has no device globals")
 
     # Streams ----------------------------------------------------------------
     @abc.abstractmethod
-    def create_stream(self, device: DeviceDescription, profiling: bool) -> Any: ...
+    def create_stream(self, device: DeviceDescription, profiling: bool, *,
+                      context: Any = None) -> Any:
+        """A new stream (queue) on ``device``; ``context`` is the driver context of a
+        user-made ``sycl.context`` (``create_context``), None for the default one."""
+
+    def wrap_stream(self, device: DeviceDescription, handle: int, profiling: bool = False) -> Any:
+        """A stream over a native one made elsewhere (``sycl.queue.from_native``); the
+        backend does not destroy it. ``errc.feature_not_supported`` by default."""
+        raise exception(errc.feature_not_supported,
+                        f"the {self.name} backend cannot wrap a native stream")
 
     @abc.abstractmethod
     def synchronize(self, stream: Any) -> None: ...

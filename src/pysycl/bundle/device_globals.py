@@ -25,7 +25,6 @@ b'\\x01\\x00\\x00\\x00'
 """
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 from typing import Any, Iterable
@@ -41,12 +40,6 @@ _instances: dict[tuple, "DeviceGlobalInstance"] = {}
 _registered_modules: set[str] = set()
 
 
-def _wait(token) -> None:
-    wait = getattr(token, "wait", None)
-    if callable(wait):
-        wait()
-
-
 class _Program:
     """Reads and writes one program's copy of a variable through its device's driver."""
 
@@ -56,24 +49,10 @@ class _Program:
         self.program, self.driver, self.symbol = program, driver, symbol
 
     def read(self, stream, offset: int, out: memoryview) -> None:
-        p, d, n = self.program, self.driver, out.nbytes
-        if hasattr(p, "device_global_address"):                 # native CPU
-            addr = p.symbol_address(self.symbol)
-            ctypes.memmove((ctypes.c_char * n).from_buffer(out), addr + offset, n)
-        elif d.name == "cuda":
-            _wait(d.read_global(stream, p, self.symbol, out, offset, n))
-        else:                                                    # OpenCL
-            d.read_global(p, self.symbol, offset, out)
+        self.driver.read_device_global(stream, self.program, self.symbol, offset, out)
 
     def write(self, stream, offset: int, data: memoryview) -> None:
-        p, d, n = self.program, self.driver, data.nbytes
-        if hasattr(p, "device_global_address"):
-            addr = p.symbol_address(self.symbol)
-            ctypes.memmove(addr + offset, bytes(data), n)
-        elif d.name == "cuda":
-            _wait(d.write_global(stream, p, self.symbol, data, offset))
-        else:
-            d.write_global(p, self.symbol, offset, data)
+        self.driver.write_device_global(stream, self.program, self.symbol, offset, data)
 
 
 class DeviceGlobalInstance:

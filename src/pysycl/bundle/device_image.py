@@ -22,6 +22,7 @@ from ..errors import errc, exception
 from ..ir.core import Function, Module
 from . import property_sets as ps
 from . import stats, toolchain
+from .cache import device_code_cache
 from .kernel_id import kernel_id, kernel_id_by_name, to_kernel_ids
 
 
@@ -198,15 +199,12 @@ class device_image:
                     raise exception(errc.invalid, "only executable images can be loaded")
                 driver = toolchain.driver_for(device)
                 stats.bump("load_count")
-                kw = {}
-                uids = list(self._registry.get(ps.DEVICE_GLOBALS, {}))
-                if uids and "device_global_ids" in driver.load_options:
-                    kw["device_global_ids"] = uids   # native CPU: export their symbols
-                if "code_cache" in driver.load_options:   # a driver compiling at load
-                    from .cache import device_code_cache
-                    kw["code_cache"] = device_code_cache()
+                code_cache = device_code_cache() if driver.compiles_at_load else None
                 prog = driver.load(toolchain.device_description(device), self._binary,
-                                   self.kernel_names, native_values or None, **kw)
+                                   self.kernel_names, native_values or None,
+                                   device_global_ids=tuple(self._registry.get(
+                                       ps.DEVICE_GLOBALS, {})),
+                                   code_cache=code_cache)
                 self._programs[key] = prog
         return prog
 

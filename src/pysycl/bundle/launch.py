@@ -350,12 +350,7 @@ class Launcher:
                 # (OpenCL: a cl.Buffer, cheaper to launch with than one more USM pointer).
                 kind = self._driver.spec_buffer_kind
                 mem = self._driver.alloc(desc, len(data), kind)
-                token = self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data))
-                wait = getattr(token, "wait", None)
-                if callable(wait):
-                    wait()
-                else:
-                    self._driver.synchronize(stream)
+                self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data)).wait()
                 self._spec_mem = mem
             self._spec_kernel_arg = KernelArg(KernelArgKind.mem, self._spec_mem)
         return self._spec_kernel_arg
@@ -387,14 +382,14 @@ class Launcher:
     def bind(self, stream):
         """``launch(global_size, local_size, kernel_args, local_mem_bytes)`` on
         ``stream`` without a global offset: :meth:`launch` with the program, the
-        spec-constant argument and the driver's kernel looked up once (a driver's
-        ``bind_launch``, when it has one). ``global_size`` / ``local_size`` are tuples
-        (or None); ``kernel_args`` is a fresh list the call may extend."""
+        spec-constant argument and the driver's kernel looked up once (the driver's
+        ``bind_launch``). ``global_size`` / ``local_size`` are tuples (or None);
+        ``kernel_args`` is a fresh list the call may extend."""
         program = self._program or self.program
         spec = self._spec_kernel_arg or self._spec_arg(stream)
-        bind = getattr(self._driver, "bind_launch", None)
-        if bind is not None and not self._dg_launch:
-            return bind(stream, program, self.kernel_name, spec)
+        if not self._dg_launch:
+            return self._driver.bind_launch(stream, program, self.kernel_name, spec)
+        # Device globals move to this program before each launch: the general path.
         launch = self.launch
 
         def launch_bound(global_size, local_size, kernel_args, local_mem_bytes=0):

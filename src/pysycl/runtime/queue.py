@@ -111,20 +111,12 @@ class queue:
         self._fast_last = (None, None)
 
     def _create_stream(self):
-        kwargs = {}
-        if self._context.handle is not None:
-            kwargs["context"] = self._context.handle
-        try:
-            return self._driver.create_stream(self._desc, self._profiling, **kwargs)
-        except TypeError:
-            return self._driver.create_stream(self._desc, self._profiling)
+        return self._driver.create_stream(self._desc, self._profiling,
+                                          context=self._context.handle)
 
     def _wrap_stream(self, native):
-        wrap = getattr(self._driver, "wrap_stream", None)
-        if wrap is None:
-            raise exception(errc.feature_not_supported, f"the {self._desc.backend} backend "
-                            "cannot wrap a native stream")
-        return wrap(self._desc, native_stream_handle(native), self._profiling)
+        return self._driver.wrap_stream(self._desc, native_stream_handle(native),
+                                        self._profiling)
 
     @classmethod
     def from_native(cls, stream, device=None, context=None, **kwargs) -> "queue":

@@ -9,7 +9,7 @@ import types as pytypes
 
 import numpy as np
 
-from pysycl.backends.base import Target
+from pysycl.backends.base import Driver, Target
 from pysycl.bundle import toolchain
 
 from pysycl.ir.core import Function, Module, Op, Param, Region, SpecConstantDecl
@@ -105,19 +105,31 @@ class FakeProgram:
     spec: dict
 
 
-class FakeDriver:
+class _Done:
+    """The completion token of a command that finished before its call returned."""
+
+    def wait(self):
+        pass
+
+    def is_complete(self):
+        return True
+
+
+DONE = _Done()
+
+
+class FakeDriver(Driver):
+    """A driver filled in as backends/base.py asks, at the contract's defaults."""
     name = "fake"
-    # The capabilities the Driver contract declares (backends/base.py), at their defaults.
-    supports_global_offset = False
-    streams_in_order = True
-    launch_tokens_pending = False
-    spec_buffer_kind = "device"
-    load_options = frozenset()
 
     def __init__(self):
         self.launches, self.loads = [], 0
 
-    def load(self, device, binary, kernel_names, spec_constants=None):
+    def discover(self):
+        return []
+
+    def load(self, device, binary, kernel_names, spec_constants=None, *,
+             device_global_ids=(), code_cache=None):
         self.loads += 1
         return FakeProgram(binary, list(kernel_names), dict(spec_constants or {}))
 
@@ -126,6 +138,16 @@ class FakeDriver:
 
     def copy(self, stream, dst, dst_offset, src, src_offset, nbytes):
         dst[dst_offset:dst_offset + nbytes] = bytes(src[src_offset:src_offset + nbytes])
+        return DONE
+
+    def free(self, allocation):
+        pass
+
+    def fill(self, stream, dst, offset, pattern, nbytes):
+        dst[offset:offset + nbytes] = (pattern * (nbytes // len(pattern) + 1))[:nbytes]
+        return DONE
+
+    def create_stream(self, device, profiling, *, context=None):
         return None
 
     def synchronize(self, stream):
@@ -134,7 +156,7 @@ class FakeDriver:
     def launch(self, stream, program, kernel_name, global_size, local_size, args,
                local_mem_bytes=0, offset=None):
         self.launches.append((program, kernel_name, global_size, args))
-        return None
+        return DONE
 
 
 class FakeCompiler:

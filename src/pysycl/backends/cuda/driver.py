@@ -766,7 +766,8 @@ class CudaDriver(Driver):
 
     # Code -----------------------------------------------------------------------------
     def load(self, device, binary: bytes, kernel_names: Sequence[str],
-             spec_constants: Mapping[int, bytes] | None = None) -> CudaProgram:
+             spec_constants: Mapping[int, bytes] | None = None, *,
+             device_global_ids: Sequence[str] = (), code_cache: Any = None) -> CudaProgram:
         """Load PTX (JIT-compiled by the driver for this GPU); the JIT's error log becomes
         the ``errc.build`` message."""
         if spec_constants:
@@ -838,8 +839,16 @@ class CudaDriver(Driver):
         var = self.device_global(program, name)
         return self.copy(stream, var, offset, src, 0, memoryview(src).nbytes)
 
+    def read_device_global(self, stream: CudaStream, program: CudaProgram, symbol: str,
+                           offset: int, out: memoryview) -> None:
+        self.read_global(stream, program, symbol, out, offset, out.nbytes).wait()
+
+    def write_device_global(self, stream: CudaStream, program: CudaProgram, symbol: str,
+                            offset: int, data: memoryview) -> None:
+        self.write_global(stream, program, symbol, data, offset).wait()
+
     # Streams and events -----------------------------------------------------------------
-    def create_stream(self, device, profiling: bool) -> CudaStream:
+    def create_stream(self, device, profiling: bool, *, context: Any = None) -> CudaStream:
         """A non-blocking stream: SYCL queues do not synchronise with CUDA's legacy
         default stream."""
         dev = _device(device)

@@ -166,7 +166,6 @@ class NativeCpuDriver(Driver):
     # so the runtime never needs to look at a stream's order; say False so it always
     # checks tokens instead of assuming one.
     streams_in_order = False
-    load_options = frozenset({"device_global_ids"})
     # Set once the executor is warmed up (create_stream).
     _warm = False
 
@@ -213,11 +212,11 @@ class NativeCpuDriver(Driver):
     # Code -----------------------------------------------------------------------------
     def load(self, device, binary: bytes, kernel_names: Sequence[str],
              spec_constants: Mapping[int, bytes] | None = None, *,
-             device_global_ids: Sequence[str] = (), symbols: Sequence[str] = ()) -> Any:
+             device_global_ids: Sequence[str] = (), code_cache: Any = None) -> Any:
         # Spec constants never reach a host object natively (literal or emulated).
         from pysycl.backends.native_cpu import executor
         return executor.default_executor().load(binary, list(kernel_names),
-                                                device_global_ids, symbols)
+                                                device_global_ids)
 
     def launch(self, stream, program, kernel_name: str, global_size: Sequence[int],
                local_size: Sequence[int] | None, args: Sequence[KernelArg],
@@ -240,8 +239,19 @@ class NativeCpuDriver(Driver):
             return DONE
         return bound
 
+    def read_device_global(self, stream, program, symbol: str, offset: int,
+                           out: memoryview) -> None:
+        n = out.nbytes
+        ctypes.memmove((ctypes.c_char * n).from_buffer(out),
+                       program.symbol_address(symbol) + offset, n)
+
+    def write_device_global(self, stream, program, symbol: str, offset: int,
+                            data: memoryview) -> None:
+        ctypes.memmove(program.symbol_address(symbol) + offset, bytes(data), data.nbytes)
+
     # Streams --------------------------------------------------------------------------
-    def create_stream(self, device: DeviceDescription, profiling: bool) -> NativeCpuStream:
+    def create_stream(self, device: DeviceDescription, profiling: bool, *,
+                      context: Any = None) -> NativeCpuStream:
         if not self._warm:
             # Device initialisation: the LLJIT and executor are made once, here, so the
             # first launch (a disk-cache hit above all) only adds its object.

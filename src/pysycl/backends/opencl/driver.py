@@ -253,7 +253,7 @@ class OpenCLDriver(Driver):
     # argument (about 0.5 us for this one), and a buffer works without USM too.
     spec_buffer_kind = "buffer"
     # Intel's CPU runtime builds SPIR-V for ~200 ms in a fresh process: keep its binaries.
-    load_options = frozenset({"code_cache"})
+    compiles_at_load = True
 
     def __init__(self, prefer_svm: bool = False):
         # prefer_svm: use SVM even where Intel USM exists (tests the fallback path).
@@ -490,8 +490,9 @@ class OpenCLDriver(Driver):
 
     # Code --------------------------------------------------------------------
     def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
-             spec_constants: Mapping[int, bytes] | None = None, *, context: Any = None,
-             options: str = "", code_cache: Any = None) -> OpenCLProgram:
+             spec_constants: Mapping[int, bytes] | None = None, *,
+             device_global_ids: Sequence[str] = (), code_cache: Any = None,
+             context: Any = None, options: str = "") -> OpenCLProgram:
         """clCreateProgramWithIL + clSetProgramSpecializationConstant + clBuildProgram.
 
         ``spec_constants`` maps SpecId -> value bytes of the constant's exact width
@@ -724,6 +725,14 @@ class OpenCLDriver(Driver):
         """Copy host bytes ``data`` into device global ``name`` at ``offset``."""
         return self._global_copy(program, name, offset, memoryview(data).nbytes, stream,
                                  wait_for, True, data)
+
+    def read_device_global(self, stream: Any, program: OpenCLProgram, symbol: str,
+                           offset: int, out: memoryview) -> None:
+        self.read_global(program, symbol, offset, out)
+
+    def write_device_global(self, stream: Any, program: OpenCLProgram, symbol: str,
+                            offset: int, data: memoryview) -> None:
+        self.write_global(program, symbol, offset, data)
 
     def _private_queue(self, program: OpenCLProgram):
         return self._queue_for(program.context, program.device)
