@@ -155,7 +155,10 @@ def describe(f: syclbin.SyclbinFile, label: str = "") -> str:
             return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else default
 
         kind = "kernel" if reg.get(ps.KERNEL_NAMES) else "library"
-        line = f"image {i}: {kind}, target {text('target', 'generic')}, format {text('format', 'ir')}"
+        if info:
+            line = f"image {i}: {kind}, target {text('target')}, format {text('format')}"
+        else:   # written by DPC++: its images say what they hold
+            line = f"image {i}: {kind} (no pysycl image information)"
         if "spec_constant_lowering" in info:
             line += f", spec constants {text('spec_constant_lowering')}"
         out.append(line + "\n")
@@ -166,6 +169,10 @@ def describe(f: syclbin.SyclbinFile, label: str = "") -> str:
             out.append(f"  ir module: {_IR_TYPES.get(ir.ir_type, f'type {ir.ir_type}')}, "
                        f"{len(ir.data)} bytes\n")
         for nat in am.native_images:
+            if nat.target == syclbin.PYSYCL_IR_TARGET:
+                out.append(f"  pysycl IR: {len(nat.data)} bytes (native image of target "
+                           f"{nat.target}, which DPC++ skips)\n")
+                continue
             fmt = f", format {nat.format}" if nat.format else ""
             out.append(f"  native image: {nat.target} arch {nat.arch}{fmt}, "
                        f"{len(nat.data)} bytes\n")

@@ -215,6 +215,24 @@ class device_image:
 
 # -- helpers -------------------------------------------------------------------------
 
+def prebuilt_image(img: device_image, state: bundle_state, devices: Iterable = ()) -> device_image:
+    """``img`` (a binary read from a bundle file, e.g. DPC++'s SPIR-V) in ``state``:
+    such an image is compiled already, so compiling it only changes its state and
+    linking binds it to the ``devices`` of its kind (``errc.build`` if it imports
+    symbols: pysycl does not link binaries)."""
+    if state is bundle_state.executable and img.imports:
+        raise exception(errc.build, "link failed: a SPIR-V image read from a file imports "
+                                    f"{', '.join(img.imports)}; pysycl links only its own IR")
+    fmt = img.format
+    devs = [d for d in (devices or img.get_devices())
+            if toolchain.device_target(d).binary_format == fmt]
+    return device_image(state, img._module, img.get_kernel_ids(), target=img.target,
+                        format=fmt, devices=devs, binary=img.binary, registry=img._registry,
+                        spec_ids=img.spec_ids, lowering=img.spec_constant_lowering,
+                        target_obj=img._target_obj)
+
+
+
 def image_property_sets(module: Module | None, spec_ids=None) -> ps.PropertySetRegistry:
     """The property sets of an image holding ``module`` (kernel names, kernel
     properties, device globals, exported/imported symbols; spec constants once

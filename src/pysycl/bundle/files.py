@@ -28,6 +28,8 @@ from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id_by_name
 
 IMAGE_SET = "PYSYCL/image"
+#: The target triple of SPIR-V IR modules, as DPC++'s clang-linker-wrapper writes it.
+SPIRV_TRIPLE = "spir64-unknown-unknown"
 SPEC_VALUES_SET = "PYSYCL/spec values"
 
 
@@ -41,14 +43,18 @@ def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.Abstra
     vals = {uid: raw for uid, raw in values.items() if uid in used and raw}
     if vals:
         reg.add_set(SPEC_VALUES_SET, vals)
-    irs = []
-    if img.module is not None:
-        irs.append(syclbin.IRModule(syclbin.IR_TYPE_PYSYCL,
-                                    toolchain.print_ir_with_locs(img.module).encode("utf-8")))
-    natives = []
-    if img.binary is not None:
+    irs, natives = [], []
+    if img.binary is not None and img.format == "spirv":
+        # Where DPC++ looks for SPIR-V (its runtime JIT-compiles every IR module).
+        irs.append(syclbin.IRModule(syclbin.IR_TYPE_SPIRV, img.binary, SPIRV_TRIPLE))
+    elif img.binary is not None:
         triple = getattr(img._target_obj, "triple", img.target)
         natives.append(syclbin.NativeImage(triple, img.target, img.binary, img.format))
+    if img.module is not None:
+        # pysycl IR in a native image of a target DPC++ has no device for.
+        natives.append(syclbin.NativeImage(
+            syclbin.PYSYCL_IR_TARGET, syclbin.PYSYCL_IR_ARCH,
+            toolchain.print_ir_with_locs(img.module).encode("utf-8"), "ir"))
     return syclbin.AbstractModule(reg, irs, natives)
 
 
@@ -93,15 +99,19 @@ def _spec_ids(reg: ps.PropertySetRegistry) -> SpecConstantIds | None:
 
 
 def _module_of(am: syclbin.AbstractModule) -> Module | None:
-    for ir in am.ir_modules:
-        if ir.ir_type == syclbin.IR_TYPE_PYSYCL:
-            try:
-                return toolchain.parse_ir(ir.data.decode("utf-8"))
-            except exception:
-                raise
-            except Exception as e:
-                raise exception(errc.invalid, f"bundle file: unreadable pysycl IR: {e}") from None
-    return None
+    """The pysycl IR of a module (a native image of pysycl's IR target; files written
+    before SPIR-V moved to the IR-module slot held it as an IR module of
+    ``IR_TYPE_PYSYCL``), or ``None``."""
+    texts = [n.data for n in am.native_images if n.target == syclbin.PYSYCL_IR_TARGET]
+    texts += [ir.data for ir in am.ir_modules if ir.ir_type == syclbin.IR_TYPE_PYSYCL]
+    if not texts:
+        return None
+    try:
+        return toolchain.parse_ir(texts[0].decode("utf-8"))
+    except exception:
+        raise
+    except Exception as e:
+        raise exception(errc.invalid, f"bundle file: unreadable pysycl IR: {e}") from None
 
 
 def _metadata_module(reg: ps.PropertySetRegistry) -> Module:
@@ -143,34 +153,55 @@ def load_kernel_bundle(ctx, path, state=None) -> kernel_bundle:
     return kernel_bundle(ctx, devices, file_state, images, values)
 
 
+def _binaries(am: syclbin.AbstractModule, pysycl_file: bool) -> list[tuple[str, str, bytes]]:
+    """``(pysycl target name, format, bytes)`` of each binary of a module that pysycl
+    can load: SPIR-V IR modules (for any SPIR-V device, ``"spirv"`` stands for them)
+    and, in pysycl's own files, its native images (``arch`` names the target)."""
+    out = [("spirv", "spirv", ir.data) for ir in am.ir_modules
+           if ir.ir_type == syclbin.IR_TYPE_SPIRV]
+    if pysycl_file:
+        out += [(n.arch, n.format or "object", n.data) for n in am.native_images
+                if n.target != syclbin.PYSYCL_IR_TARGET]
+    return out
+
+
+def _devices_for(target: str, devices) -> list:
+    if target == "spirv":
+        return [d for d in devices if toolchain.device_target(d).binary_format == "spirv"]
+    return [d for d in devices if toolchain.device_target_name(d) == target]
+
+
 def _load_image(am, reg, state: bundle_state, devices) -> device_image | None:
     clean = ps.PropertySetRegistry({k: v for k, v in reg.items()
                                     if k not in (IMAGE_SET, SPEC_VALUES_SET)})
     kernels = [kernel_id_by_name(n) for n in reg.get(ps.KERNEL_NAMES) or {}]
-    if state is not bundle_state.executable:
-        module = _module_of(am)
-        if module is None:
-            raise exception(errc.invalid, "bundle file: an IR image holds no pysycl IR")
-        return device_image(state, module, kernels, registry=clean)
     target = _text(reg, "target")
-    natives = [n for n in am.native_images if n.arch == target] or am.native_images
-    if not natives:
-        raise exception(errc.invalid, "bundle file: an executable image holds no binary")
-    native = natives[0]
-    target = target or native.arch
-    devs = [d for d in devices if toolchain.device_target_name(d) == target]
+    module = _module_of(am)
+    if state is not bundle_state.executable and module is not None:
+        return device_image(state, module, kernels, registry=clean)
+    # An image of SPIR-V (DPC++'s files) or a pysycl executable image.
+    binaries = _binaries(am, IMAGE_SET in reg)
+    if target is not None:
+        binaries = [b for b in binaries if b[0] == target] or \
+            [b for b in binaries if b[0] == "spirv" and target.startswith("spirv")]
+    if not binaries:
+        if state is not bundle_state.executable:
+            raise exception(errc.invalid, "bundle file: an image holds neither pysycl IR "
+                                          "nor SPIR-V")
+        raise exception(errc.invalid, "bundle file: an executable image holds no binary "
+                                      "pysycl can load")
+    name, fmt, data = binaries[0]
+    devs = _devices_for(target if name == "spirv" and target else name, devices)
     if not devs:
         return None
-    try:
-        module = _module_of(am)
-    except exception:
-        module = None
     if module is None:
         module = _metadata_module(reg)
-    return device_image(state, module, kernels, target=target,
-                        format=_text(reg, "format", native.format or "object"), devices=devs,
-                        binary=native.data, registry=clean, spec_ids=_spec_ids(reg),
-                        lowering=_text(reg, "spec_constant_lowering"),
+    # SPIR-V from DPC++ takes its spec constants natively, by SpecId (the leaf IDs
+    # of its SYCL/specialization constants set).
+    lowering = _text(reg, "spec_constant_lowering") or ("native" if fmt == "spirv" else None)
+    return device_image(state, module, kernels, target=toolchain.device_target_name(devs[0]),
+                        format=_text(reg, "format", fmt), devices=devs, binary=data,
+                        registry=clean, spec_ids=_spec_ids(reg), lowering=lowering,
                         target_obj=toolchain.device_target(devs[0]))
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..errors import errc, exception
 from . import toolchain
-from .device_image import bundle_state, device_image, kernel_compatible
+from .device_image import bundle_state, device_image, kernel_compatible, prebuilt_image
 from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id, to_kernel_ids
 from .linker import (build_for_devices, default_linked_kernel, group_by_target, link_objects,
@@ -193,11 +193,16 @@ def link(bundles, devices=None, properties=None) -> kernel_bundle:
     _check_online_tools(bundle_state.object, devs)
     values, objects = _merged_spec_values(bundles)
     images = list(dict.fromkeys(img for b in bundles for img in b))
+    # Binaries read from a file (DPC++'s SPIR-V) are bound, not linked.
+    prebuilt = [prebuilt_image(img, bundle_state.executable, devs)
+                for img in images if img.binary is not None]
+    images = [img for img in images if img.binary is None]
     mode = lowering_from_properties(properties)
     exe = _warm_link(images, devs, mode, values)
     if exe is None:
         linked = link_objects(images)
         exe = build_for_devices(linked, devs, mode, values)
+    exe = list(exe) + [img for img in prebuilt if img.get_devices()]
     return kernel_bundle(ctx, devs, bundle_state.executable, exe, values, objects)
 
 

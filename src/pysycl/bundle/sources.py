@@ -19,7 +19,8 @@ from typing import Iterable
 from ..errors import errc, exception
 from ..ir.core import Module
 from . import stats, toolchain, warm_index
-from .device_image import bundle_state, device_image, image_property_sets, kernel_ids_of
+from .device_image import (bundle_state, device_image, image_property_sets, kernel_ids_of,
+                           prebuilt_image)
 from .kernel_id import (get_kernel_id, kernel_function_module, kernel_id,
                         registered_kernels)
 
@@ -188,6 +189,8 @@ def object_image(img: device_image) -> device_image:
     """
     if img.state is bundle_state.object:
         return img
+    if img.binary is not None:   # SPIR-V read from a file: compiled already
+        return prebuilt_image(img, bundle_state.object)
     hit = _objects.get(id(img))
     if hit is not None:
         return hit

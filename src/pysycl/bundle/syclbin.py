@@ -59,12 +59,22 @@ GLOBAL_METADATA = "SYCLBIN/global metadata"
 IR_MODULE_METADATA = "SYCLBIN/ir module metadata"
 NATIVE_METADATA = "SYCLBIN/native device code image metadata"
 INTEGRITY = "PYSYCL/integrity"
+PYSYCL_SET_PREFIX = "PYSYCL/"
+
+#: The target triple of the native image that holds pysycl IR text: DPC++ reads the
+#: first component of a native image's triple as its device target, finds none named
+#: "pysycl" and skips the image.
+PYSYCL_IR_TARGET = "pysycl-unknown-unknown"
+PYSYCL_IR_ARCH = "pysycl_ir"
 
 _FILE_HEADER = struct.Struct("<5I4xQQQQ")
 _AM_HEADER = struct.Struct("<QQIIII")
 _IMAGE_HEADER = struct.Struct("<QQQQ")
 _ENVELOPE_HEADER = struct.Struct("<4sIQQQ")
 _ENTRY = struct.Struct("<HHIQQQQ")
+_STRING_ENTRY_V1 = struct.Struct("<QQ")     # key offset, value offset (NUL-terminated)
+_STRING_ENTRY_V2 = struct.Struct("<QQQ")    # key offset, value offset, value size
+_U64 = struct.Struct("<Q")
 _ZERO_DIGEST_TEXT = base64_encode(struct.pack("<Q", 256) + bytes(32))
 
 
@@ -299,40 +309,214 @@ def _text(reg: PropertySetRegistry, set_name: str, key: str, what: str,
         raise _invalid(f"{what} property {key} is not UTF-8") from None
 
 
-def unwrap_offload_binary(data: bytes) -> bytes:
-    """The SYBI image inside an OffloadBinary envelope (v1 or v2, one entry)."""
+class OffloadEntry(Record):
+    """One entry of an OffloadBinary: kinds, flags, its string map and its image."""
+
+    _fields = ("image_kind", "offload_kind", "flags", "strings", "image")
+    image_kind: int
+    offload_kind: int
+    flags: int
+    strings: dict
+    image: bytes
+
+    def __init__(self, image_kind: int, offload_kind: int, flags: int, strings: dict,
+                 image: bytes):
+        self.image_kind = image_kind
+        self.offload_kind = offload_kind
+        self.flags = flags
+        self.strings = strings
+        self.image = image
+
+
+def _c_string(data: bytes, offset: int, what: str) -> str:
+    """The NUL-terminated string at ``offset`` (within ``data``)."""
+    end = data.find(b"\0", offset) if 0 <= offset < len(data) else -1
+    if end < 0:
+        raise _invalid(f"{what} at offset {offset} is not a NUL-terminated string in the file")
+    return _decoded(data[offset:end], what)
+
+
+def _decoded(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _invalid(f"{what} is not UTF-8") from None
+
+
+def _entry_strings(data: bytes, version: int, offset: int, count: int, k: int) -> dict:
+    """The string map of entry ``k``: v1 entries ``{u64 key, u64 value}`` (both
+    NUL-terminated), v2 entries ``{u64 key, u64 value, u64 value size}``."""
+    st = _STRING_ENTRY_V1 if version == 1 else _STRING_ENTRY_V2
+    if count > (len(data) - min(offset, len(data))) // st.size:
+        raise _invalid(f"OffloadBinary entry {k} claims {count} strings past the end")
+    out: dict[str, str] = {}
+    for i in range(count):
+        fields = _unpack(st, data, offset + i * st.size, f"entry {k} string {i}")
+        key = _c_string(data, fields[0], f"entry {k} string key")
+        if version == 1:
+            value = _c_string(data, fields[1], f"entry {k} string {key!r}")
+        else:
+            value = _decoded(_region(data, 0, fields[1], fields[2], len(data),
+                                     f"entry {k} string {key!r}"), f"entry {k} string {key!r}")
+        if key in out:
+            raise _invalid(f"OffloadBinary entry {k} repeats string {key!r}")
+        out[key] = value
+    return out
+
+
+def read_offload_binary(data: bytes) -> tuple[int, list[OffloadEntry]]:
+    """``(version, entries)`` of an OffloadBinary (``llvm/Object/OffloadBinary.h``):
+    version 1 (one entry, its ``EntrySize`` field 40) or 2 (``EntriesCount`` entries).
+    Everything is bounds-checked against the envelope's ``Size``."""
     magic, version, size, entries_offset, count = _unpack(_ENVELOPE_HEADER, data, 0,
                                                           "OffloadBinary header")
     if magic != OFFLOAD_MAGIC:
         raise _invalid("not an OffloadBinary (bad magic)")
     if version not in (1, 2):
         raise _invalid(f"unsupported OffloadBinary version {version}")
-    if size > len(data) or size < _ENVELOPE_HEADER.size:
+    if size > len(data) or size < _ENVELOPE_HEADER.size + _ENTRY.size:
         raise _invalid(f"OffloadBinary says {size} bytes, file has {len(data)}")
     data = data[:size]
-    if version == 1 and count != _ENTRY.size:  # v1: this field is EntrySize
-        raise _invalid(f"unexpected OffloadBinary v1 entry size {count}")
-    if version == 2 and count != 1:
-        raise _invalid(f"expected one OffloadBinary entry, found {count}")
-    kind, _ok, _flags, _so, _ns, image_offset, image_size = _unpack(
-        _ENTRY, data, entries_offset, "OffloadBinary entry")
-    if kind != IMAGE_KIND_SYCLBIN:
-        raise _invalid(f"OffloadBinary entry has image kind {kind}, not SYCLBIN (7)")
-    return _region(data, 0, image_offset, image_size, len(data), "SYCLBIN image")
+    if version == 1:
+        if count != _ENTRY.size:  # v1: this field is EntrySize
+            raise _invalid(f"unexpected OffloadBinary v1 entry size {count}")
+        count = 1
+    if count < 1 or count > (size - min(entries_offset, size)) // _ENTRY.size:
+        raise _invalid(f"{count} OffloadBinary entries do not fit in {size} bytes")
+    entries = []
+    for k in range(count):
+        kind, okind, flags, s_off, n_str, i_off, i_size = _unpack(
+            _ENTRY, data, entries_offset + k * _ENTRY.size, "OffloadBinary entry")
+        strings = _entry_strings(data, version, s_off, n_str, k)
+        image = _region(data, 0, i_off, i_size, size, f"OffloadBinary entry {k} image")
+        entries.append(OffloadEntry(kind, okind, flags, strings, image))
+    return version, entries
 
 
-def read_syclbin(data: bytes, *, require_checksum: bool = True) -> SyclbinFile:
-    """Parse a SYCLBIN file (OffloadBinary envelope, or a bare SYBI image as LLVM's
-    reader also accepts). Every problem is ``sycl.exception(errc.invalid)``.
+def unwrap_offload_binary(data: bytes) -> bytes:
+    """The SYBI image of a SYCLBIN v1 file: the only entry of its OffloadBinary
+    envelope (v1 or v2), of image kind ``IMG_SYCLBIN``."""
+    _version, entries = read_offload_binary(data)
+    if len(entries) != 1:
+        raise _invalid(f"a SYBI image must be the only OffloadBinary entry, found {len(entries)}")
+    if entries[0].image_kind != IMAGE_KIND_SYCLBIN:
+        raise _invalid(f"OffloadBinary entry has image kind {entries[0].image_kind}, "
+                       "not SYCLBIN (7)")
+    return entries[0].image
+
+
+def _has_sybi_magic(data: bytes) -> bool:
+    return data[:4] == struct.pack("<I", SYBI_MAGIC)
+
+
+def read_syclbin(data: bytes, *, require_checksum: bool | None = None) -> SyclbinFile:
+    """Parse a SYCLBIN file in any layout DPC++ writes: SYBI v1 in an OffloadBinary
+    envelope (what ``clang-linker-wrapper`` and the runtime's ``ext_oneapi_get_content``
+    write), a bare SYBI image (as LLVM's reader also accepts), or the v2 multi-entry
+    OffloadBinary. Every problem is ``sycl.exception(errc.invalid)``.
+
+    ``require_checksum``: ``None`` (the default) requires pysycl's checksum on files
+    that hold pysycl content (``PYSYCL/`` sets, pysycl IR) and accepts files without
+    it otherwise (DPC++'s); ``True``/``False`` always/never require it. A checksum that
+    is present is always verified.
     """
     data = bytes(data)
-    if data[:4] == OFFLOAD_MAGIC:
-        data = unwrap_offload_binary(data)
-    return read_sybi(data, require_checksum=require_checksum)
+    if _has_sybi_magic(data):
+        return read_sybi(data, require_checksum=require_checksum)
+    _version, entries = read_offload_binary(data)
+    if _has_sybi_magic(entries[0].image):
+        return read_sybi(unwrap_offload_binary(data), require_checksum=require_checksum)
+    f = read_syclbin_v2(entries)
+    if require_checksum or (require_checksum is None and has_pysycl_content(f)):
+        raise _invalid("no pysycl checksum (pysycl writes SYBI v1 files with one)")
+    return f
 
 
-def read_sybi(data: bytes, *, require_checksum: bool = True) -> SyclbinFile:
-    """Parse a bare SYBI v1 image."""
+def has_pysycl_content(f: SyclbinFile) -> bool:
+    """True if ``f`` holds anything only pysycl writes (its sets or its IR)."""
+    for am in f.abstract_modules:
+        if any(name.startswith(PYSYCL_SET_PREFIX) for name in am.property_sets):
+            return True
+        if any(ir.ir_type == IR_TYPE_PYSYCL for ir in am.ir_modules):
+            return True
+        if any(n.target == PYSYCL_IR_TARGET for n in am.native_images):
+            return True
+    return False
+
+
+# --- SYCLBIN v2: a multi-entry OffloadBinary --------------------------------------------
+
+_V2_ROLES = ("global_metadata", "am_metadata", "ir", "native")
+
+
+def _am_index(entry: OffloadEntry, k: int, limit: int) -> int:
+    text = entry.strings.get("am_index", "")
+    if not (text.isascii() and text.isdigit()):
+        raise _invalid(f"SYCLBIN v2 entry {k} has am_index {text[:20]!r}, not a decimal")
+    index = int(text)
+    if index >= limit:
+        raise _invalid(f"SYCLBIN v2 entry {k} am_index {index} is out of range")
+    return index
+
+
+def _split_payload(image: bytes, what: str) -> tuple[bytes, bytes]:
+    """``[u64 metadata size][metadata][raw bytes]`` -> (metadata, raw)."""
+    (size,) = _unpack(_U64, image, 0, f"{what} metadata size")
+    if size > len(image) - _U64.size:
+        raise _invalid(f"{what} metadata size {size} runs past its entry")
+    return image[8:8 + size], image[8 + size:]
+
+
+def read_syclbin_v2(entries: list[OffloadEntry]) -> SyclbinFile:
+    """A SYCLBIN v2 file from its OffloadBinary entries (``role``, ``am_index`` and
+    ``sycl_format_version`` strings; entry order is not significant)."""
+    glob = None
+    ams: dict[int, dict] = {}
+    for k, e in enumerate(entries):
+        if e.image_kind != IMAGE_KIND_SYCLBIN:
+            raise _invalid(f"SYCLBIN v2 entry {k} has image kind {e.image_kind}, not SYCLBIN (7)")
+        version = e.strings.get("sycl_format_version", "2")
+        if version != "2":
+            raise _invalid(f"SYCLBIN v2 entry {k} has sycl_format_version {version[:20]!r}")
+        role = e.strings.get("role")
+        if role not in _V2_ROLES:
+            raise _invalid(f"SYCLBIN v2 entry {k} has unknown role {str(role)[:40]!r}")
+        if role == "global_metadata":
+            if glob is not None:
+                raise _invalid("SYCLBIN v2 file has two global_metadata entries")
+            glob = _registry(e.image, "global metadata")
+            continue
+        am = ams.setdefault(_am_index(e, k, len(entries)), {"meta": None, "ir": [], "native": []})
+        if role == "am_metadata":
+            if am["meta"] is not None:
+                raise _invalid(f"SYCLBIN v2 file repeats am_metadata of entry {k}")
+            am["meta"] = _registry(e.image, f"entry {k} module metadata")
+        else:
+            raw_meta, raw = _split_payload(e.image, f"entry {k}")
+            reg = _registry(raw_meta, f"entry {k} image metadata")
+            am[role].append(_ir_module(reg, raw, f"entry {k}") if role == "ir"
+                            else _native_image(reg, raw, f"entry {k}"))
+    if glob is None:
+        raise _invalid("SYCLBIN v2 file has no global_metadata entry")
+    if sorted(ams) != list(range(len(ams))):
+        raise _invalid("SYCLBIN v2 am_index values are not contiguous from 0")
+    modules = []
+    for i in range(len(ams)):
+        if ams[i]["meta"] is None:
+            raise _invalid(f"SYCLBIN v2 file has no am_metadata for module {i}")
+        modules.append(AbstractModule(ams[i]["meta"], ams[i]["ir"], ams[i]["native"]))
+    return SyclbinFile(_state(glob), modules)
+
+
+def _state(glob: PropertySetRegistry) -> SyclbinState:
+    state = (glob.get(GLOBAL_METADATA) or {}).get("state")
+    if state not in (0, 1, 2):
+        raise _invalid(f"bundle state {state!r} is not input (0), object (1) or executable (2)")
+    return SyclbinState(state)
+
+
+def read_sybi(data: bytes, *, require_checksum: bool | None = None) -> SyclbinFile:
+    """Parse a bare SYBI v1 image (``require_checksum`` as in ``read_syclbin``)."""
     (magic, version, n_am, n_ir, n_native, meta_size, bin_size, gm_offset,
      gm_size) = _unpack(_FILE_HEADER, data, 0, "SYCLBIN header")
     if magic != SYBI_MAGIC:
@@ -348,10 +532,8 @@ def read_sybi(data: bytes, *, require_checksum: bool = True) -> SyclbinFile:
         raise _invalid("metadata and binary tables run past the end of the file")
     global_raw = _region(data, meta_start, gm_offset, gm_size, meta_size, "global metadata")
     glob = _registry(global_raw, "global metadata")
-    _verify_checksum(data, glob, global_raw, meta_start + gm_offset, require_checksum)
-    state = (glob.get(GLOBAL_METADATA) or {}).get("state")
-    if state not in (0, 1, 2):
-        raise _invalid(f"bundle state {state!r} is not input (0), object (1) or executable (2)")
+    has_checksum = _verify_checksum(data, glob, global_raw, meta_start + gm_offset)
+    state = _state(glob)
     ir_headers = [_unpack(_IMAGE_HEADER, data, _FILE_HEADER.size + _AM_HEADER.size * n_am
                           + _IMAGE_HEADER.size * i, "IR module header") for i in range(n_ir)]
     native_headers = [_unpack(_IMAGE_HEADER, data, _FILE_HEADER.size + _AM_HEADER.size * n_am
@@ -370,46 +552,48 @@ def read_sybi(data: bytes, *, require_checksum: bool = True) -> SyclbinFile:
         next_ir, next_native = ir_first + ir_count, nat_first + nat_count
         am_reg = _registry(_region(data, meta_start, m_off, m_size, meta_size,
                                    f"abstract module {i} metadata"), f"abstract module {i} metadata")
-        irs = [_read_ir(tables, ir_headers[k], k) for k in range(ir_first, next_ir)]
-        natives = [_read_native(tables, native_headers[k], k) for k in range(nat_first, next_native)]
+        irs = [_read_image(tables, ir_headers[k], f"IR module {k}", _ir_module)
+               for k in range(ir_first, next_ir)]
+        natives = [_read_image(tables, native_headers[k], f"native image {k}", _native_image)
+                   for k in range(nat_first, next_native)]
         modules.append(AbstractModule(am_reg, irs, natives))
     if next_ir != n_ir or next_native != n_native:
         raise _invalid("some images belong to no abstract module")
-    return SyclbinFile(SyclbinState(state), modules)
+    f = SyclbinFile(state, modules)
+    if not has_checksum and (require_checksum or
+                             (require_checksum is None and has_pysycl_content(f))):
+        raise _invalid("no pysycl checksum on a file with pysycl content "
+                       "(pass require_checksum=False to read it anyway)")
+    return f
 
 
-def _read_ir(tables, header, k: int) -> IRModule:
+def _read_image(tables, header, what: str, make):
     data, meta_start, meta_size, bin_start, bin_size = tables
     m_off, m_size, b_off, b_size = header
-    what = f"IR module {k}"
     reg = _registry(_region(data, meta_start, m_off, m_size, meta_size, f"{what} metadata"),
                     f"{what} metadata")
+    return make(reg, _region(data, bin_start, b_off, b_size, bin_size, what), what)
+
+
+def _ir_module(reg: PropertySetRegistry, raw: bytes, what: str) -> IRModule:
     ir_type = (reg.get(IR_MODULE_METADATA) or {}).get("type")
     if not isinstance(ir_type, int):
         raise _invalid(f"{what} has no u32 type")
-    target = _text(reg, IR_MODULE_METADATA, "target", what, required=False)
-    return IRModule(ir_type, _region(data, bin_start, b_off, b_size, bin_size, what), target)
+    return IRModule(ir_type, raw, _text(reg, IR_MODULE_METADATA, "target", what, required=False))
 
 
-def _read_native(tables, header, k: int) -> NativeImage:
-    data, meta_start, meta_size, bin_start, bin_size = tables
-    m_off, m_size, b_off, b_size = header
-    what = f"native image {k}"
-    reg = _registry(_region(data, meta_start, m_off, m_size, meta_size, f"{what} metadata"),
-                    f"{what} metadata")
+def _native_image(reg: PropertySetRegistry, raw: bytes, what: str) -> NativeImage:
     return NativeImage(_text(reg, NATIVE_METADATA, "target", what),
-                       _text(reg, NATIVE_METADATA, "arch", what),
-                       _region(data, bin_start, b_off, b_size, bin_size, what),
+                       _text(reg, NATIVE_METADATA, "arch", what), raw,
                        _text(reg, NATIVE_METADATA, "format", what, required=False))
 
 
 def _verify_checksum(data: bytes, glob: PropertySetRegistry, global_raw: bytes,
-                     global_at: int, required: bool) -> None:
+                     global_at: int) -> bool:
+    """Verify pysycl's checksum if the global metadata has one; False if it has none."""
     integrity = glob.get(INTEGRITY)
     if integrity is None:
-        if required:
-            raise _invalid("no pysycl checksum (pass require_checksum=False for DPC++ files)")
-        return
+        return False
     digest = integrity.get("sha256")
     if not isinstance(digest, bytes) or len(digest) != 32 or len(integrity) != 1:
         raise _invalid("malformed checksum property")
@@ -423,3 +607,4 @@ def _verify_checksum(data: bytes, glob: PropertySetRegistry, global_raw: bytes,
     zeroed = data[:at] + _ZERO_DIGEST_TEXT.encode("ascii") + data[at + len(text):]
     if hashlib.sha256(zeroed).digest() != digest:
         raise _invalid("checksum mismatch: the file is corrupted")
+    return True

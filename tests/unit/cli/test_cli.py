@@ -95,7 +95,7 @@ def test_inspect_prints_images_symbols_and_property_sets(tmp_path, env):
     assert "state executable" in text
     assert "target native_cpu, format object, spec constants emulated" in text
     assert "kernels: use_ext.apply" in text
-    assert "native image:" in text and "ir module: pysycl IR" in text
+    assert "native image:" in text and "pysycl IR:" in text
     # DPC++ PropertySetIO text: [set] then key=type|value.
     assert "    [SYCL/kernel names]\n    use_ext.apply=1|1\n" in text
     assert "[SYCL/specialization constants]\n    use_ext.scale_id=2|" in text
