@@ -1,13 +1,18 @@
 """``sycl.save_kernel_bundle`` / ``sycl.load_kernel_bundle``: bundles as SYCLBIN files.
 
 Each device image is one SYCLBIN abstract module carrying the image's ``SYCL/...``
-property sets unchanged, its pysycl IR text (IR type ``IR_TYPE_PYSYCL``) and, for an
-executable image, its binary as a native image (target triple, ``arch`` = the pysycl
-target name, ``format``). pysycl's own facts go in two extra sets that DPC++ ignores:
-``PYSYCL/image`` (``target``, ``format``, ``spec_constant_lowering``) and
+property sets unchanged. An executable image's SPIR-V is an IR module of type 0 and
+target ``spir64-unknown-unknown`` (where DPC++ puts SPIR-V); its other binaries are
+native images (target triple, ``arch`` = the pysycl target name, ``format``); pysycl
+IR text is a native image of target ``PYSYCL_IR_TARGET``, which DPC++ skips (it
+treats every IR module as SPIR-V). pysycl's own facts go in two extra sets that DPC++
+ignores: ``PYSYCL/image`` (``target``, ``format``, ``spec_constant_lowering``) and
 ``PYSYCL/spec values`` (the bundle's specialization-constant values, symbolic ID ->
 bytes). Loading an executable file does no code generation: the binary is loaded by
 the driver at first launch; the IR is read only for kernel metadata.
+
+Files DPC++ wrote load too: their SPIR-V IR modules run on SPIR-V devices, their spec
+constants taken natively by SpecId (docs/bundle-files.md).
 
 >>> import pysycl as sycl                                             # doctest: +SKIP
 >>> sycl.save_kernel_bundle(exe, "conv.syclbin")                           # doctest: +SKIP

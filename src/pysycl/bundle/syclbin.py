@@ -12,15 +12,20 @@ module ``[SYCLBIN/ir module metadata] type, target``, per native image
 ``[SYCLBIN/native device code image metadata] arch, target``; abstract modules carry
 the image's ``SYCL/...`` sets unchanged.
 
-pysycl additions, both ignored by DPC++ (it reads only the keys it knows):
+IR module types are DPC++'s: 0 SPIR-V, 1 PTX, 2 AMDGCN. pysycl additions, all ignored
+by DPC++:
 
-* IR module ``type`` ``IR_TYPE_PYSYCL`` (0x5059, ASCII "PY") marks pysycl IR text;
-  0 is SPIR-V, 1 PTX, 2 AMDGCN as in DPC++.
+* pysycl IR text is a native image of target ``PYSYCL_IR_TARGET`` (DPC++ has no
+  device of target "pysycl"); files of older pysycl versions held it as an IR module
+  of type ``IR_TYPE_PYSYCL`` (0x5059, ASCII "PY"), still read.
 * SYCLBIN has no checksum, so the global metadata ends with a set
   ``[PYSYCL/integrity]`` whose ``sha256`` is the SHA-256 of the whole SYBI image
   with that value's base64 text replaced by the encoding of 32 zero bytes (same
-  length, so no offset moves). ``read_syclbin(require_checksum=False)`` accepts
-  files without it (written by DPC++); a present checksum is always verified.
+  length, so no offset moves). A present checksum is always verified; a file without
+  one is read if it holds no pysycl content (DPC++ writes none).
+
+The reader also takes DPC++'s other layouts: SYBI in an OffloadBinary version 1, a
+bare SYBI image, and the SYCLBIN v2 multi-entry OffloadBinary (``read_syclbin_v2``).
 
 The reader takes untrusted bytes: it parses with ``struct`` only, bounds-checks every
 offset and size before slicing, and reports any problem as
