@@ -106,7 +106,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "this_module": ("pysycl.bundle.this_module",),
     "save_kernel_bundle": ("pysycl.bundle.files:save_kernel_bundle",),
     "load_kernel_bundle": ("pysycl.bundle.files:load_kernel_bundle",),
-    # seed-0 compatibility layer (sycl.compat.program)
+    # SYCL 1.2.1 compatibility layer (sycl.compat.program)
     "compat": ("pysycl.compat",),
 }
 

@@ -1,8 +1,9 @@
-"""``sycl.compat``: the SYCL 1.2.1 ``program`` class of seed 000, over kernel bundles.
+"""``sycl.compat``: the SYCL 1.2.1 ``program`` class of DPC++'s first
+specialization-constant extension, over kernel bundles.
 
 A ``program`` is an input kernel bundle plus the executable bundle built from it:
-``set_spec_constant`` sets a value on the input bundle (and returns the seed's
-``spec_constant`` placeholder), ``build_with_kernel_type(kernel)`` builds the bundle of
+``set_spec_constant`` sets a value on the input bundle (and returns the
+extension's ``spec_constant`` placeholder), ``build_with_kernel_type(kernel)`` builds the bundle of
 that kernel with the values set so far, ``get_kernel(kernel)`` returns the
 ``sycl.kernel`` to launch (it carries its bundle, so the values travel with it).
 
@@ -34,7 +35,7 @@ class program_state(enum.Enum):
 
 
 class program:
-    """SYCL 1.2.1 ``cl::sycl::program`` restricted to what seed 000 uses."""
+    """SYCL 1.2.1 ``cl::sycl::program`` restricted to what that extension uses."""
 
     def __init__(self, context, devices=None):
         self._context = context
@@ -52,7 +53,7 @@ class program:
     def get_state(self) -> program_state:
         return program_state.linked if self._exe is not None else program_state.none
 
-    # -- specialization constants (seed 000) --
+    # -- specialization constants (SYCL 1.2.1 program interface) --
     def set_spec_constant(self, spec_id, value):
         """Set ``spec_id``'s value for the next build; returns a ``sycl.spec_constant``."""
         if self._exe is not None:

@@ -1,6 +1,6 @@
 """Host objects that kernels use by name: ``specialization_id`` and ``device_global``.
 
-Both are "uniquely identifiable objects" (seed 004): device code knows them only by a
+Both are "uniquely identifiable objects" (DPC++'s host-variable mapping): device code knows them only by a
 symbolic ID that the frontend records in IR (``spec.get{id=...}``, ``dg.addr{id=...}``).
 A constructor cannot see the name it is about to be bound to, so it records where it
 ran and the ID is resolved lazily on first use (``pysycl.detail.get_unique_id``).

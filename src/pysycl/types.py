@@ -100,7 +100,7 @@ class GlobalPtrAnnotation(FrozenValue):
     dtype: np.dtype
     properties: Any  # annotated_ptr properties
     # True for ``annotated_ptr[T, p]``: its properties also annotate the pointer
-    # (``llvm.ptr.annotation``, seed 003), not only the kernel parameter.
+    # (``llvm.ptr.annotation``, sycl_ext_oneapi_properties), not only the kernel parameter.
     annotated: bool
 
     def __init__(self, dtype, properties=None, annotated=False):
@@ -282,7 +282,7 @@ def to_struct_bytes(value, dtype: np.dtype) -> bytes:
 
 # Additions for the kernel language (frontend) ----------------------------------------
 class spec_constant:
-    """Annotation ``sycl.spec_constant[T]``: a seed-002 placeholder argument (the object
+    """Annotation ``sycl.spec_constant[T]``: a pre-SYCL 2020 placeholder argument (the object
     ``cgh.set_spec_constant(spec_id, value)`` returns); kernels read it with ``p.get()``.
     The runtime's placeholder class may subclass this to share the name.
 
@@ -315,6 +315,6 @@ class memory_scope(enum.Enum):
 
 
 def spec_placeholder_id(kernel: str, name: str) -> str:
-    """The symbolic ID of a seed-2 ``spec_constant[T]`` placeholder parameter: the
+    """The symbolic ID of a ``spec_constant[T]`` placeholder parameter: the
     frontend emits ``spec.get`` with it and the runtime binds it at launch."""
     return f"@param:{kernel}:{name}" if kernel else f"@param:{name}"

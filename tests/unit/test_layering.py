@@ -213,3 +213,56 @@ def test_checker_flags_upward_and_sideways_imports():
         "(layer bundle imports the higher layer runtime)",
         "pysycl.passes.link -> pysycl.codegen.module (passes and codegen are independent)",
     ]
+
+
+# -- the picture in docs/contributing/architecture.md ------------------------------------
+
+DOC = SRC.parent / "docs" / "contributing" / "architecture.md"
+BEGIN, END = "<!-- import-graph:begin -->", "<!-- import-graph:end -->"
+
+
+def _node(module: str) -> str:
+    """The picture's box of a module: its folder, a concrete backend on its own, and the
+    whole vocabulary layer as one box (every layer may use it)."""
+    name = top_name(module)
+    parts = module.split(".")
+    if name == "backends" and len(parts) > 2 and parts[2] not in SHARED_BACKEND_MODULES:
+        return f"backends/{parts[2]}"
+    return "vocabulary" if RANK[name] == 0 else name
+
+
+def mermaid(graph: dict[str, set[str]]) -> str:
+    """The folder-level import graph as a Mermaid flowchart, one subgraph per layer."""
+    edges = sorted({(_node(a), _node(b)) for a, ts in graph.items() for b in ts
+                    if _node(a) != _node(b) and _node(b) != "vocabulary"})
+    boxes = {_node(m) for m in graph}
+    lines = ["```mermaid", "flowchart TD"]
+    for rank, (layer, _names) in reversed(list(enumerate(LAYERS))):
+        inside = sorted(b for b in boxes if b != "vocabulary"
+                        and RANK[b.split("/")[0]] == rank) if rank else ["vocabulary"]
+        lines.append(f"  subgraph {layer}")
+        lines += [f"    {_id(b)}[\"{b}\"]" for b in inside]
+        lines.append("  end")
+    lines += [f"  {_id(a)} --> {_id(b)}" for a, b in edges]
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def _id(box: str) -> str:
+    return "m_" + box.replace("/", "_").strip("_")
+
+
+def _doc_block() -> str:
+    text = DOC.read_text()
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
+
+
+def test_the_documented_import_graph_is_the_code_s():
+    assert _doc_block() == mermaid(import_graph()), (
+        "docs/contributing/architecture.md is stale: run python tests/unit/test_layering.py")
+
+
+if __name__ == "__main__":      # rewrite the picture in the contributor docs
+    text = DOC.read_text()
+    head, rest = text.split(BEGIN, 1)
+    DOC.write_text(f"{head}{BEGIN}\n{mermaid(import_graph())}\n{END}{rest.split(END, 1)[1]}")

@@ -1,4 +1,4 @@
-"""Kernel bundles (SYCL 2020 §4.11, seed "SYCL Modules"): kernel ids, device images,
+"""Kernel bundles (SYCL 2020 §4.11, from the "SYCL Modules" proposal): kernel ids, device images,
 bundles in input/object/executable state, the free functions, ``this_module``, the
 runtime's ``get_launcher``, bundle files. Property sets, SYCLBIN and the build cache
 live in ``property_sets``, ``syclbin`` and ``cache``.

@@ -175,7 +175,7 @@ def launch_hooks(image, device) -> tuple[list, list]:
 
 
 def register_module_objects(module_name: str | None) -> None:
-    """Seed 004: register every specialization_id and device_global a Python module
+    """Register every specialization_id and device_global a Python module
     defines (module level and class attributes) before any of its kernels runs."""
     if not module_name or module_name in _registered_modules:
         return

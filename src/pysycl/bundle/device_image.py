@@ -269,7 +269,7 @@ def _ints(text: str) -> list[int]:
 
 
 def kernel_requirements(fn: Function) -> dict[str, Any]:
-    """What a kernel asks of a device, from its properties (seed 003 meta names)."""
+    """What a kernel asks of a device, from its properties (sycl_ext_oneapi_properties meta names)."""
     p = fn.properties
     out: dict[str, Any] = {}
     if p.get("sycl-device-has"):

@@ -1,8 +1,8 @@
 """``get_launcher``: the runtime's one entry point into kernel bundles.
 
 The handler asks for a :class:`Launcher` for (kernel, device, context) and launches it.
-Without a bound bundle the kernel comes from the default lookup of the SYCL Modules
-seed: a ready executable image (memory or disk cache), else the linked object images,
+Without a bound bundle the kernel comes from the default lookup (SYCL 2020 4.11):
+a ready executable image (memory or disk cache), else the linked object images,
 else the kernel's input image built now (each step memoised, so a kernel is linked
 once per process and code-generated once per target and literal value set); the
 kernel's ``@sycl.external`` imports are resolved from every Python module imported so
@@ -121,7 +121,7 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
             raise exception(errc.invalid, "the image selector must return one of the images")
         params = {k: v for k, v in values.items() if k.startswith("@param:")}
         values = bundle.spec_values
-        if params:  # seed-002 placeholders passed to a bundle's kernel: bind them too
+        if params:  # ``sycl.spec_constant[T]`` placeholders passed to a bundle's kernel: bind them too
             values.update(params)
             lk = getattr(image, "_linked", None)
             if image.spec_constant_lowering == "literal" and lk is not None:

@@ -419,7 +419,7 @@ def _leaves(dtype, offset: int, out: list, next_id: list[int], name: str) -> Non
 
 
 def assign_leaf_ids(constants, start: int = 0) -> dict[str, list[tuple[int, int, int]]]:
-    """Numeric IDs for the scalar leaves of each constant, depth-first (seed 001).
+    """Numeric IDs for the scalar leaves of each constant, depth-first (DPC++'s spec-constant ID assignment).
 
     ``constants``: ``(symbolic_id, numpy dtype)`` pairs in the order IDs are handed
     out. Returns ``{symbolic_id: [(leaf_id, offset, size), ...]}`` where ``offset`` is

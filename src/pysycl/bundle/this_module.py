@@ -1,4 +1,4 @@
-"""``sycl.this_module`` (SYCL Modules seed): the bundle of the calling Python module.
+"""``sycl.this_module`` (from the "SYCL Modules" proposal): the bundle of the calling Python module.
 
 A Python module is the translation unit: ``this_module.get(ctx, state)`` holds the
 kernels defined in the module that calls it, plus its ``@sycl.external`` library image

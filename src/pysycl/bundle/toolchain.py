@@ -26,13 +26,8 @@ from . import stats
 # them, and importing them costs tens of milliseconds.
 
 #: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries
-#: (a record of those changes: keys also carry ``compiler_digest``, which changes with any
-#: edit of the compiler's source).
-#: 2: native CPU fission clean-up, parallel work-item loops, plain local atomics.
-#: 3: native CPU constant locals forwarded (literal spec-constant loops unroll), uniform
-#:    kernel loops run in strips of work-items (passes/strip_uniform_loops).
-#: 4: native CPU fission keeps small constant loops inside the work-item loop (matmul).
-#: 5: native CPU row kernels: interior/edge split of the work-item row (passes/split_item_range).
+#: (keys also carry ``compiler_digest``, which changes with any edit of the compiler's
+#: source); its history is in docs/contributing/architecture.md.
 CODEGEN_ABI = 5
 
 _overrides: dict[str, Any] = {}

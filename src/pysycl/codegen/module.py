@@ -1,5 +1,5 @@
 """IR Module -> llvmlite Module: signatures (the kernel argument ABI of
-``backends/base.py``), properties as attributes (seed 003), bodies through the rule table.
+``backends/base.py``), properties as attributes (sycl_ext_oneapi_properties), bodies through the rule table.
 
 Every function gets the implicit spec-constant buffer (``global i8*``) after its own
 parameters, so kernel signatures are the same on every target (ARCHITECTURE.md) and device
@@ -90,7 +90,7 @@ def _declare(llmodule: ll.Module, f: Function, lowering: TargetLowering) -> ll.F
 
 def _param_attributes(fn: ll.Function, f: Function, lowering: TargetLowering) -> None:
     """``sycl-restrict`` -> noalias, ``sycl-alignment`` -> align N on the pointer; every
-    property also stays as a string attribute (seed 003)."""
+    property also stays as a string attribute (sycl_ext_oneapi_properties)."""
     i = 0
     for p in f.params:
         n = len(param_types(p, f.kind == "kernel", lowering))
@@ -122,7 +122,7 @@ def _string_attribute(key: str, value) -> str:
 
 
 def _global_attributes(g: ll.GlobalVariable, properties: dict[str, str]) -> None:
-    """Device-global properties (seed 003 "add_ir_global_variable_attributes"). llvmlite
+    """Device-global properties (sycl_ext_oneapi_properties: "add_ir_global_variable_attributes"). llvmlite
     cannot attach attribute groups to globals, so they are kept as a named metadata tuple
     ``!pysycl.global.properties`` of (symbol, key, value) strings."""
     if not properties:
@@ -143,7 +143,7 @@ def _bind_params(ctx: LoweringContext, f: Function) -> None:
         ctx.values[p.value] = _param_value(ctx, p, mine, kernel)
         text = p.properties.get(POINTER_ANNOTATION) if kernel else None
         if text and len(mine) == 1 and isinstance(mine[0].type, ll.PointerType):
-            # annotated_ptr (seed 003): the body uses the annotated pointer.
+            # annotated_ptr (sycl_ext_oneapi_properties): the body uses the annotated pointer.
             ctx.values[p.value] = ctx.lowering.annotate_pointer(ctx, mine[0], text)
     ctx.spec_buffer = args[0]
     ctx.lowering.bind_hidden(ctx, args[1:])

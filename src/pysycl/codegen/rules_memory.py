@@ -251,7 +251,7 @@ def lower_dg_addr(ctx, op):
 
 @rule("spec.load")
 def lower_spec_load(ctx, op):
-    # Align 1: the buffer packs constants back to back (seed 001 layout), so a value may
+    # Align 1: the buffer packs constants back to back (SYCL 2020 4.9.5, DPC++ layout), so a value may
     # sit at any offset.
     p = ctx.builder.gep(ctx.spec_buffer, [ll.Constant(lt.I64, int(op.attrs["offset"]))],
                         source_etype=lt.I8)

@@ -89,7 +89,7 @@ class TargetLowering:
     annotation_addrspace = 0
 
     def annotate_pointer(self, ctx: LoweringContext, ptr: ll.Value, text: str) -> ll.Value:
-        """An ``annotated_ptr`` kernel parameter at kernel entry (seed 003): returns
+        """An ``annotated_ptr`` kernel parameter at kernel entry (sycl_ext_oneapi_properties): returns
         ``llvm.ptr.annotation(ptr, "sycl-properties:...", file, line, null)``, which the
         body then uses in place of ``ptr`` (the SPIR-V backend turns it into
         ``OpDecorate ... UserSemantic``). A target may return ``ptr`` unchanged to drop it."""
@@ -151,7 +151,7 @@ def _metadata_string(ctx: LoweringContext, text: str, addrspace: int) -> ll.Valu
 def emit_ptr_annotation(ctx: LoweringContext, ptr: ll.Value, text: str,
                         addrspace: int = 0) -> ll.Value:
     """``call @llvm.ptr.annotation.p<N>.p<M>(ptr, text, file, line, null)`` in the entry
-    block, as clang emits for an annotated member (seed 003)."""
+    block, as clang emits for an annotated member (sycl_ext_oneapi_properties)."""
     sptr = ll.PointerType(addrspace=addrspace)
     space = getattr(ptr.type, "addrspace", 0)
     name = f"llvm.ptr.annotation.p{space}.p{addrspace}"

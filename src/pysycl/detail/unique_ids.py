@@ -1,4 +1,4 @@
-"""Host object -> unique symbolic ID (seed 004, "Mapping host variables").
+"""Host object -> unique symbolic ID (DPC++'s design for mapping host variables to compiler-generated IDs).
 
 DPC++ registers ``(address, unique id, kind)`` from a static constructor before
 ``main``; the ID keys every property set that describes the object
@@ -32,7 +32,7 @@ from typing import Any, Callable
 from .._records import FrozenValue
 from ..errors import errc, exception
 
-#: The kinds of seed 004's ``uniquely_identifiable_object(kind)`` attribute used here.
+#: The kinds of DPC++'s ``uniquely_identifiable_object(kind)`` attribute used here.
 KINDS = frozenset({"specialization_id", "device_global"})
 
 # RLock, not Lock: a weakref callback can fire from garbage collection while the same
@@ -163,7 +163,7 @@ def _forget(uid: str, obj_id: int) -> None:
 
 
 def register_uniquely_identifiable_object(obj, unique_id: str, kind: str) -> None:
-    """Record that ``obj`` is known to device code as ``unique_id`` (seed 004's
+    """Record that ``obj`` is known to device code as ``unique_id`` (DPC++'s
     ``__register_uniquely_identifiable_object``).
 
     Registering the same pair again is a no-op. Another live object under the same ID,

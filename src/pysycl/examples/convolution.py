@@ -1,6 +1,6 @@
-"""The seeds' 3x3 convolution with its coefficients as a specialization constant.
+"""A 3x3 convolution with its coefficients as a specialization constant.
 
-This is the example of the DPC++ "Specialization constants" design (seed 001): the
+This is the example of the DPC++ "Specialization constants" design: the
 coefficients are set on the command group, so the online compiler sees them as literals
 and the inner loops fold to nine multiply-adds.
 """

@@ -178,7 +178,7 @@ def ir_type(info: ParamInfo) -> T.Type | None:
 
 
 def ir_properties(info: ParamInfo) -> dict[str, str]:
-    """Meta name -> value of the parameter's compile-time properties (seed 003)."""
+    """Meta name -> value of the parameter's compile-time properties (sycl_ext_oneapi_properties)."""
     if info.properties is None:
         return {}
     props = as_properties(info.properties)
@@ -231,7 +231,7 @@ def defaults_of(fn) -> dict[str, Any]:
 def signature_from_ir(fn) -> KernelSignature:
     """The signature of an IR kernel whose Python definition is not at hand (a kernel
     loaded from a bundle file in a process that never imported its module): the
-    inverse of :func:`ir_type`. Seed-2 ``spec_constant`` placeholders have no IR
+    inverse of :func:`ir_type`. ``spec_constant[T]`` placeholders have no IR
     parameter, so such kernels need their Python definition."""
     infos = []
     for p in fn.params:

@@ -1,11 +1,11 @@
 """Specialization constants after link: numeric IDs, then one of three lowerings.
 
 ``assign_spec_constant_ids`` runs over the *linked* module (numeric IDs exist only
-after link, so separately compiled modules never clash; seed 001, "SpecConstantsPass").
+after link, so separately compiled modules never clash; DPC++'s "SpecConstantsPass").
 Each scalar leaf gets one ID, depth-first through composites, constants taken in order
 of first use by the kernels (then the remaining declared constants). The emulated
 buffer puts every constant at the sum of the sizes of the constants with smaller IDs,
-with no alignment padding between constants (seed 001: ``int``, ``A{int; {float,
+with no alignment padding between constants (as DPC++ lays them out: ``int``, ``A{int; {float,
 float}}``, ``Nested{float, float}`` sit at 0, 4 and 16 = 4 + sizeof(A)); a composite's
 own padding is kept inside its size. Emulated loads are therefore unaligned loads.
 

@@ -1,4 +1,4 @@
-"""Compile-time properties (seed 003): the vocabulary every layer shares.
+"""Compile-time properties (sycl_ext_oneapi_properties): the vocabulary every layer shares.
 
 ``import pysycl as sycl`` re-exports these names (``sycl.properties``,
 ``sycl.work_group_size``, ``sycl.restrict``...). A pass asks a list for the properties

@@ -1,6 +1,6 @@
 """Compile-time properties: the ``property`` base, its registry and ``properties`` lists.
 
-Design (seed 003, "compile time constant properties"): every property knows its IR
+Design (sycl_ext_oneapi_properties, DPC++'s compile-time properties): every property knows its IR
 name (``meta_name``, e.g. ``"sycl-work-group-size"``) and the string form of its value
 (``meta_value``), so the passes that attach them to IR never need to understand a
 property: they route by ``category`` and copy name/value pairs. Adding a property is
@@ -33,7 +33,7 @@ _registry_by_name: dict[str, type["property"]] = {}
 
 
 def meta_string(value: Any) -> str:
-    """Convert a property value to its IR string by seed 003's rules.
+    """Convert a property value to its IR string by sycl_ext_oneapi_properties' rules.
 
     Integers and floats print like C++ ``std::to_string`` (floats with ``%f``: six
     decimals), booleans as ``true``/``false``, enumerations as their integer, no value
@@ -119,7 +119,7 @@ class property:
 
     @builtins.property
     def meta_value(self) -> str:
-        """The value as the IR attribute string (seed 003 conversion rules)."""
+        """The value as the IR attribute string (sycl_ext_oneapi_properties conversion rules)."""
         return meta_string(self._value)
 
     @classmethod
@@ -294,7 +294,7 @@ POINTER_ANNOTATION = "pysycl-ptr-annotation"
 
 
 def annotation_string(props) -> str:
-    """The ``@llvm.ptr.annotation`` string of seed 003 (``annotated_ptr`` members).
+    """The ``@llvm.ptr.annotation`` string of sycl_ext_oneapi_properties (``annotated_ptr`` members).
 
     A property with an empty value contributes its name alone, others ``name=value``;
     definitions are comma-joined after ``"sycl-properties:"`` (the IR adds the NUL).

@@ -1,7 +1,7 @@
 """``device_global`` properties (``sycl_ext_oneapi_device_global``), attached to globals.
 
 Enumerations carry DPC++'s integer values, which is what their ``meta_value`` is
-(seed 003: "enumeration values are first converted to an integer").
+(sycl_ext_oneapi_properties: "enumeration values are first converted to an integer").
 
 >>> host_access(host_access_mode.read).meta_value
 '0'

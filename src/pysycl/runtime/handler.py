@@ -28,7 +28,7 @@ _ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
 
 
 class spec_constant:
-    """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (seed-2 style);
+    """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (the pre-SYCL 2020 placeholder style);
     pass it for a ``sycl.spec_constant[T]`` parameter, read it with ``p.get()``."""
 
     __slots__ = ("spec_id", "value", "raw")
@@ -236,7 +236,7 @@ class handler:
         return spec_value_from_bytes(spec_id, raw)
 
     def set_spec_constant(self, spec_id, value) -> spec_constant:
-        """Seed-2 style: set and return a placeholder to pass as an argument."""
+        """Pre-SYCL 2020 style: set and return a placeholder to pass as an argument."""
         self.set_specialization_constant(spec_id, value)
         return spec_constant(spec_id, self.get_specialization_constant(spec_id))
 
@@ -246,7 +246,7 @@ class handler:
         return dict(self._spec or {})
 
     def _spec_for_launch(self, kernel, args):
-        """The group's values plus the placeholder arguments (seed 002) bound to their
+        """The group's values plus the placeholder arguments (``sycl.spec_constant[T]`` parameters) bound to their
         ``@param:<kernel>:<name>`` constants."""
         spec = self._spec
         if not any(type(a) is spec_constant for a in args):

@@ -8,7 +8,7 @@ What differs from the shared rules, and why:
   the CUDA argument ABI lives: a ``local_accessor`` is an ``i32`` byte offset into
   ``@__pysycl_local_mem`` (the one dynamic shared buffer the driver lays out), structs
   come ``ptr byval(%T)`` (NVPTX turns them into ``.param`` byte arrays), and kernel
-  properties become attributes: every ``"sycl-*"`` one as is (seed 003), and launch
+  properties become attributes: every ``"sycl-*"`` one as is (sycl_ext_oneapi_properties), and launch
   bounds as ``"nvvm.reqntid"``/``"nvvm.maxntid"`` (:class:`~.target.LaunchBounds`).
 * **Work-items** come from ``llvm.nvvm.read.ptx.sreg.*``; SYCL dimension ``i`` of a
   ``D``-dimensional kernel is CUDA axis ``"xyz"[D-1-i]``. A kernel knows ``D`` (its

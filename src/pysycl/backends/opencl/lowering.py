@@ -32,10 +32,10 @@ What differs from the shared rules, and why (shared/reference/llvm-backends.md Â
   verified list).
 * **Specialization constants** (``spec.native``) are ``__spirv_SpecConstant(SpecId,
   default)`` per scalar leaf and ``__spirv_SpecConstantComposite`` for vec/array/struct
-  values (seed 001 "SPIR-V friendly IR"); SpecIds are those of the image's
+  values (DPC++'s "SPIR-V friendly IR"); SpecIds are those of the image's
   ``SYCL/specialization constants`` property set, so the driver sets values with
   ``clSetProgramSpecializationConstant``. Struct padding (no SpecId) is an undef member.
-* **Kernel properties** (seed 003) become ``!spirv.ExecutionMode`` entries: LocalSize
+* **Kernel properties** (sycl_ext_oneapi_properties) become ``!spirv.ExecutionMode`` entries: LocalSize
   (``sycl-work-group-size``, in OpenCL order), LocalSizeHint and SubgroupSize (what
   ``!reqd_work_group_size`` & co. would give; see :func:`kernel_metadata`); ``sycl-alignment`` on a parameter becomes
   ``!spirv.ParameterDecorations`` Alignment (44) besides ``align N``, ``sycl-restrict``
@@ -590,7 +590,7 @@ def opencl_order(sizes: tuple[int, ...]) -> list[int]:
 def kernel_metadata(lowering, llmodule: ll.Module, fn: Function, llfn: ll.Function) -> None:
     props = fn.properties
     i32 = lambda v: ll.Constant(lt.I32, int(v))   # noqa: E731
-    # Execution modes go through the named ``!spirv.ExecutionMode`` (seed 003): llvmlite
+    # Execution modes go through the named ``!spirv.ExecutionMode`` (sycl_ext_oneapi_properties): llvmlite
     # prints several function metadata attachments comma separated, which LLVM rejects,
     # and the function keeps its one attachment for ``!spirv.ParameterDecorations``.
     modes = []
