@@ -182,6 +182,9 @@ class Driver(abc.ABC):
     #: The driver compiles device code when it loads an image (OpenCL: SPIR-V to the
     #: device's ISA), so ``load`` is given the device code cache.
     compiles_at_load: bool = False
+    #: Why ``discover()`` found no devices (a missing package or driver library, a driver
+    #: too old), set by ``discover``; shown by ``pysycl ls -v``.
+    absent_reason: str | None = None
 
     def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
         """A driver context over ``devices`` for a user-made ``sycl.context``; None where

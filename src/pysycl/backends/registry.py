@@ -35,6 +35,7 @@ _lock = threading.RLock()
 _drivers: dict[str, Driver | None] = {}
 _devices: dict[str, list[DeviceDescription]] = {}
 _compilers: dict[str, Compiler] = {}
+_why_absent: dict[str, str] = {}       # backend -> why it has no devices here
 
 
 def _find_subclass(module, base: type) -> type | None:
@@ -58,9 +59,11 @@ def _load_driver(name: str) -> Driver | None:
     except Exception as e:  # an optional backend must never break pysycl
         if name not in _OPTIONAL:
             raise
-        log.info("backend %s unavailable: %s: %s", name, type(e).__name__, e)
+        _why_absent[name] = f"{type(e).__name__}: {e}"
+        log.info("backend %s unavailable: %s", name, _why_absent[name])
         return None
     if not devices and name in _OPTIONAL:
+        _why_absent[name] = driver.absent_reason or "its driver reports no devices"
         log.info("backend %s: no devices", name)
         return None
     _devices[name] = devices
@@ -97,6 +100,15 @@ def available_backends() -> list[str]:
             continue
         out.append(name)
     return out
+
+
+def why_absent(name: str) -> str | None:
+    """Why backend ``name`` has no devices here (None when it has some).
+
+    >>> why_absent("native_cpu") is None
+    True
+    """
+    return None if name in available_backends() else _why_absent.get(name, "not loaded")
 
 
 def devices_of(name: str) -> list[DeviceDescription]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backends import registry
+
 
 def cmd_ls(args) -> int:
     import pysycl as sycl
@@ -22,6 +24,11 @@ def cmd_ls(args) -> int:
                       f"max_work_group_size={dev.max_work_group_size} "
                       f"global_mem_size={dev.global_mem_size} local_mem_size={dev.local_mem_size}")
                 print("    aspects: " + ", ".join(sorted(a.name for a in dev.aspects)))
+    if args.verbose:
+        for name in registry.BACKENDS:
+            reason = registry.why_absent(name)
+            if reason is not None:
+                print(f"[{name}] no devices: {reason}")
     return 0
 
 

@@ -3,13 +3,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from . import commands
+
+
+def _version() -> str:
+    # The installed distribution's version, without importing the runtime.
+    try:
+        return version("pysycl")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``pysycl`` argument parser: one sub-command per ``commands.cmd_<name>``."""
     p = argparse.ArgumentParser(prog="pysycl", description="SYCL 2020 kernels from Python")
+    p.add_argument("--version", action="version", version=f"pysycl {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("ls", help="list devices (like sycl-ls)").add_argument(

@@ -129,3 +129,15 @@ def test_cache_info_and_clear(tmp_path, env):
     # PYSYCL_CACHE=0: a build writes nothing.
     pysycl("compile", LIB, USE, "-o", str(tmp_path / "b.syclbin"), env=dict(env, PYSYCL_CACHE="0"))
     assert "entries: 0" in pysycl("cache", "info", env=env).stdout
+
+
+def test_ls_verbose_says_why_a_backend_has_no_devices(capsys):
+    from pysycl.backends import registry
+    from pysycl.cli.main import main as cli_main
+    assert cli_main(["ls", "-v"]) == 0
+    out = capsys.readouterr().out
+    absent = [name for name in registry.BACKENDS if name not in registry.available_backends()]
+    for name in absent:
+        line = next(l for l in out.splitlines() if l.startswith(f"[{name}] no devices: "))
+        assert len(line) > len(f"[{name}] no devices: ") + 10, line
+    assert "[native_cpu:" in out

@@ -40,8 +40,11 @@ from .target import LOCAL_ARG_ALIGN, cuda_target, ptx_symbol
 
 try:
     from cuda.bindings import driver as cu
-except Exception:  # noqa: BLE001 - any import problem means "no CUDA backend"
+    from cuda.bindings import __version__ as _BINDINGS_VERSION
+except Exception as _e:  # noqa: BLE001 - any import problem means "no CUDA backend"
     cu = None
+    _IMPORT_PROBLEM = f"cuda-bindings cannot be imported ({type(_e).__name__}: {_e}); " \
+                      "install the cuda extra: pip install -e '.[cuda]'"
 
 _SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
                                  KernelArgKind.mem, KernelArgKind.local)
@@ -572,6 +575,20 @@ class _EventToken(CudaToken):
                     pass
 
 
+def _driver_age_hint() -> str:
+    """Why cuInit may fail on a working GPU: a driver older than the bindings' CUDA major."""
+    try:
+        version = _call(cu.cuDriverGetVersion)
+    except Exception:  # noqa: BLE001 - no version either: nothing to add
+        return ""
+    major = int(_BINDINGS_VERSION.split(".")[0])
+    if version // 1000 < major:
+        return (f"; the driver supports CUDA {version // 1000}.{version % 1000 // 10} but "
+                f"cuda-bindings {_BINDINGS_VERSION} needs a CUDA {major} driver: update the "
+                f"driver or pip install 'cuda-bindings<{major}'")
+    return ""
+
+
 # -- the Driver -------------------------------------------------------------------------
 class CudaDriver(Driver):
     """:class:`~pysycl.backends.base.Driver` on the CUDA driver API.
@@ -587,13 +604,20 @@ class CudaDriver(Driver):
 
     # Discovery ------------------------------------------------------------------------
     def discover(self) -> list[DeviceDescription]:
+        """This machine's CUDA devices; never raises. With none, ``absent_reason`` says
+        why (``pysycl ls -v`` shows it)."""
         if cu is None:
+            self.absent_reason = _IMPORT_PROBLEM
             return []
         try:
-            if cu.cuInit(0)[0] != 0:
+            status = cu.cuInit(0)[0]
+            if status != 0:
+                self.absent_reason = (f"cuInit failed: {getattr(status, 'name', status)}"
+                                      f"{_driver_age_hint()}")
                 return []
             return [self._describe(i) for i in range(_call(cu.cuDeviceGetCount))]
-        except Exception:  # noqa: BLE001 - no libcuda, no GPU, a broken driver: no devices
+        except Exception as e:  # noqa: BLE001 - no libcuda, a broken driver: no devices
+            self.absent_reason = f"the CUDA driver cannot be used: {type(e).__name__}: {e}"
             return []
 
     def _describe(self, ordinal: int) -> DeviceDescription:

@@ -1,0 +1,42 @@
+"""Every ``python`` code block of README.md and docs/ runs.
+
+The blocks of one page run in order as one program (later blocks build on earlier ones,
+as a reader does), in a fresh process and an empty working directory. A block fenced as
+```` ```python ```` is executed; output-only or shell text uses another fence.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def pages() -> list[Path]:
+    found = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [p for p in found if FENCE.search(p.read_text(encoding="utf-8"))]
+
+
+def program(page: Path) -> str:
+    return "\n".join(m.group(1) for m in FENCE.finditer(page.read_text(encoding="utf-8")))
+
+
+def test_the_readme_has_examples():
+    assert ROOT / "README.md" in pages()
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_page_examples_run(page, tmp_path):
+    script = tmp_path / "page.py"
+    script.write_text(program(page), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{page.name} examples failed:\n{done.stderr[-4000:]}"
