@@ -1,6 +1,6 @@
-"""pysycl: SYCL 2020 for Python. ``import pysycl as sycl`` and use the names of API.md.
+"""pysycl: SYCL 2020 for Python. ``import pysycl as sycl`` and use SYCL's names.
 
-This module is a facade of re-exports (ARCHITECTURE.md). The shared vocabulary (errors,
+This module is a facade of re-exports. The shared vocabulary (errors,
 types, properties, ``detail``) is imported at once; everything else is imported on first
 use through the module ``__getattr__`` (PEP 562), so that ``import pysycl`` stays fast
 (no LLVM, no OpenCL or CUDA driver is touched) and never fails because one layer or an
@@ -259,7 +259,7 @@ class device(metaclass=_TwoRoleMeta):
         return cls._runtime_class()(selector)
 
 
-# The names of API.md (and a few more) -----------------------------------------------
+# The public names -----------------------------------------------
 __all__ = sorted({
     "exception", "errc", "compile_error", "kernel", "device", "struct", "vec",
     "global_ptr", "annotated_ptr", "spec_constant", "kernel_handler", "access_mode",

@@ -1,6 +1,6 @@
 """The build cache: an in-process memory layer in front of an on-disk store.
 
-Keys are SHA-256 over named parts (ARCHITECTURE.md "Caching": canonical IR, target
+Keys are SHA-256 over named parts (canonical IR, target
 and options, spec-constant mode and values, property sets, versions, and the digest of
 the compiler's own source, ``toolchain.compiler_digest``...). Drivers that compile at
 load keep their device code here too (``DeviceCodeCache``: OpenCL program binaries). Each disk

@@ -1,6 +1,6 @@
 """The kernel-bundle free functions (SYCL 2020 4.11.7-4.11.11), with their error rules.
 
-Every rule of shared/reference/sycl-spec-notes.md §1 is ``errc.invalid`` unless it is a
+Every rule of SYCL 2020's free-function kernels is ``errc.invalid`` unless it is a
 failed compile or link (``errc.build``, naming the kernel or symbol at fault).
 
 >>> import pysycl as sycl                                             # doctest: +SKIP

@@ -1,6 +1,6 @@
 """SYCLBIN bundle files: SYBI v1 inside a one-entry OffloadBinary envelope.
 
-Layout (shared/reference/syclbin.md, the one DPC++'s 2026.2 runtime reads)::
+Layout (the one DPC++'s 2026.2 runtime reads; docs/bundle-files.md)::
 
     OffloadBinary v2 header (32) | entry (48, ImageKind 7) | "\\0" string table | pad
     SYBI image: FileHeader (56) | AM headers (32 each) | IR headers | native headers

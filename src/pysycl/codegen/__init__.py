@@ -1,4 +1,4 @@
-"""IR -> LLVM IR through a table of small rules keyed by op name (STYLE.md 3).
+"""IR -> LLVM IR through a table of small rules keyed by op name.
 
 Public API:
 

@@ -4,7 +4,7 @@ A rule lowers one IR op: ``rule(ctx, op) -> llvm value | None``. Rules are regis
 ``RULES`` by op name with :func:`rule`; a target's :class:`~.target_lowering.TargetLowering`
 may override any of them (its ``rules`` dict is consulted first), which is how backends
 swap work-item builtins, barriers, math and atomics without touching the shared rules
-(STYLE.md 3, JAX ``register_lowering``).
+(as JAX's ``register_lowering``).
 
 >>> @rule("const")
 ... def lower_const(ctx, op): ...

@@ -1,4 +1,4 @@
-"""Run-time checks of debug builds (``PYSYCL_DEBUG``, KERNEL_LANGUAGE.md): ``assert`` and
+"""Run-time checks of debug builds (``PYSYCL_DEBUG``): ``assert`` and
 accessor bounds checks.
 
 A kernel entry has no error channel (the native entry ABI returns void; SPIR-V and PTX

@@ -2,7 +2,7 @@
 ``backends/base.py``), properties as attributes (sycl_ext_oneapi_properties), bodies through the rule table.
 
 Every function gets the implicit spec-constant buffer (``global i8*``) after its own
-parameters, so kernel signatures are the same on every target (ARCHITECTURE.md) and device
+parameters, so kernel signatures are the same on every target and device
 functions can read emulated spec constants too; the target's hidden parameters (native
 CPU: work-item coordinates) come after it.
 

@@ -145,7 +145,7 @@ def lower_return(ctx, op):
 
 @rule("assert")
 def lower_assert(ctx, op):
-    """Removed unless debug (KERNEL_LANGUAGE.md); checked in debug builds
+    """Removed unless debug; checked in debug builds
     (``PYSYCL_DEBUG``, see :mod:`.debug_checks`)."""
     if not debug_checks.enabled(ctx, "assert"):
         return

@@ -1,7 +1,7 @@
 """Rules for constants, arithmetic, comparisons, conversions and math, on scalars and
 ``vec`` values alike (LLVM instructions accept vectors, so every rule here does too).
 
-Semantics are NumPy's (KERNEL_LANGUAGE.md): integers wrap; ``//`` and ``%`` floor like
+Semantics are NumPy's: integers wrap; ``//`` and ``%`` floor like
 Python and never trap (x86 ``idiv`` traps on ``/0`` and ``MIN/-1``, which would kill the
 process, so those give NumPy's 0 / wrapped results instead); shifts by the bit width or
 more give NumPy's results; float32 stays float32.

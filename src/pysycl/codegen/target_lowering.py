@@ -1,5 +1,5 @@
 """Per-target hooks. ``backends/<name>/lowering.py`` subclasses :class:`TargetLowering`
-and overrides only what differs (STYLE.md 3): work-item builtins, barriers, math,
+and overrides only what differs: work-item builtins, barriers, math,
 atomics' memory scopes, address-space numbers, hidden parameters, and how a kernel is
 wrapped into the symbol the driver calls.
 

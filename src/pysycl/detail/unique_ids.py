@@ -8,7 +8,7 @@ runs the constructor first), so constructors record *where* they ran
 (``capture_definition_site``) and the ID is found lazily on first use by looking
 for the object in its module's globals and class dictionaries.
 
-ID rules (API.md): module-level object -> ``"<module>.<name>"``; class attribute ->
+ID rules: module-level object -> ``"<module>.<name>"``; class attribute ->
 ``"<module>.<Class qualname>.<name>"``; anything else -> an ID unique in the process,
 ``"<module>.<scope>#<n>"``. ``#`` never occurs in a Python identifier, so the three
 forms cannot collide.
@@ -138,7 +138,7 @@ def find_binding(obj, module_name: str, qualname_hint: str | None = None) -> str
 
 
 def make_unique_id(obj, module_name: str, qualname_hint: str | None = None) -> str:
-    """The unique ID of ``obj`` by API.md's rules (does not register it).
+    """The unique ID of ``obj`` by the rules above (does not register it).
 
     ``qualname_hint`` is the enclosing class or function (``DefinitionSite.qualname``);
     it speeds up the class search and names the scope of a process-unique ID.

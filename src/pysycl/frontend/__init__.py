@@ -1,4 +1,4 @@
-"""Python source -> IR (ARCHITECTURE.md, "frontend"): decorators, registry, and the
+"""Python source -> IR : decorators, registry, and the
 compiler that builds one input image per kernel.
 
 >>> from pysycl.frontend import kernel, device, external

@@ -1,7 +1,7 @@
 """The builtin catalogue: every free function of the kernel language, in one table.
 
 An entry maps the Python objects that spell a builtin (``sycl.math.sqrt``, ``math.sqrt``,
-``np.sqrt``) to one lowering rule that types the call and emits its ops (STYLE.md rule 8,
+``np.sqrt``) to one lowering rule that types the call and emits its ops (
 Warp's ``add_builtin``). :func:`catalogue` lists them for reference docs and tests.
 
 >>> lookup(abs).name
@@ -41,7 +41,7 @@ class Builtin(FrozenValue):
 
 _by_id: dict[int, tuple[object, Builtin]] = {}
 # Classes of layers the frontend must not import (runtime's sycl.id / sycl.range) name
-# their builtin in a ``__pysycl_builtin__`` class attribute instead (ARCHITECTURE.md:
+# their builtin in a ``__pysycl_builtin__`` class attribute instead (layering:
 # the frontend imports only ir and the shared vocabulary).
 _by_marker: dict[str, Builtin] = {}
 

@@ -1,4 +1,4 @@
-"""Write ``docs/kernel-language.md`` from the frontend's tables (STYLE.md 8): the builtin
+"""Write ``docs/kernel-language.md`` from the frontend's tables: the builtin
 catalogue (``frontend.builtins``) and the method tables of SYCL objects
 (``frontend.calls``), the same tables that type and lower kernel code, so the reference
 cannot drift from the compiler. ``tests/unit/frontend/test_catalogue_doc.py`` checks that

@@ -1,4 +1,4 @@
-"""Compile errors that point at the user's source (API.md: ``sycl.compile_error``).
+"""Compile errors that point at the user's source (``sycl.compile_error``).
 
 Every error in kernel source is raised through :func:`error_at` with the AST node at
 fault; the public entry points (``ir_module()``, ``signature()``) re-raise it with its

@@ -1,7 +1,7 @@
 """The state shared while one Python function is lowered to one IR function: the op
 builder (region stack, locations), conversions between types, and local variables.
 
-Python locals become named slots (ARCHITECTURE.md, "IR shape"): one ``var`` per name at
+Python locals become named slots: one ``var`` per name at
 function entry, typed from the first assignment; ``var.load``/``var.store`` per use.
 Aggregates are read and written in place through ``var.addr`` (see ``memory``). The
 expression, statement, memory and call rules are mixins over this class.
@@ -150,7 +150,7 @@ class LoweringBase:
     def coerce(self, fv, ty: T.Type, node, what: str = "value") -> Value:
         """Convert ``fv`` to ``ty`` like NumPy assignment (``astype``). A weak run-time
         int converted to a narrower int wraps (NumPy would raise OverflowError for an
-        out-of-range Python int; a kernel cannot, KERNEL_LANGUAGE.md)."""
+        out-of-range Python int; a kernel cannot)."""
         if isinstance(fv, Weak):
             fv = fv.value
         if isinstance(fv, Obj) and isinstance(fv.value, (np.generic, np.void)):

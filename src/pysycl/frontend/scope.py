@@ -1,8 +1,8 @@
 """Free names in kernel code: what a Python object found by name means to the compiler.
 
 Names resolve as in Python (closure variables, module globals, builtins;
-``source.lookup_name``). Numbers and tuples of numbers are frozen as constants
-(API.md): they become part of the IR, hence of the cache key. Mutable host data is a
+``source.lookup_name``). Numbers and tuples of numbers are frozen as constants:
+they become part of the IR, hence of the cache key. Mutable host data is a
 compile error that suggests the two ways to get data into a kernel.
 
 >>> classify_value(3, None, None)

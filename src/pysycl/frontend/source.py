@@ -1,7 +1,7 @@
 """Lazy access to a Python function's source: AST with the file's positions, and the
 environment its names resolve in (closure cells, module globals, builtins).
 
-Kernels are compiled from source (KERNEL_LANGUAGE.md: never bytecode). ``getsource``
+Kernels are compiled from source (never bytecode). ``getsource``
 returns the function's lines only, dedented when nested; the AST is shifted back so every
 ``lineno``/``col_offset`` is the user's file position (errors and ``Loc`` use them).
 

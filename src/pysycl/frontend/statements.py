@@ -2,7 +2,7 @@
 
 ``for i in range(a, b, c)`` becomes a ``for`` op that writes the slot ``i``; ``while``
 gets a condition region ending in ``yield``; ``if``/``elif`` nest ``if`` ops. These are
-the only control-flow ops (ARCHITECTURE.md), which is what makes fission at barriers and
+the only control-flow ops, which is what makes fission at barriers and
 ``static_range`` unrolling simple.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``sycl.math``: the kernel math functions (KERNEL_LANGUAGE.md, "Math").
+"""``sycl.math``: the kernel math functions.
 
 Each name is the IR op ``math.<name>``; single precision stays single precision. On the
 host they compute with NumPy so ``@sycl.device`` helpers run in Python too.

@@ -13,7 +13,7 @@ ScalarType(name='f64')
 
 Weak values (Python numbers at run time)
 ----------------------------------------
-Compiled code behaves like the same code run on NumPy scalars (KERNEL_LANGUAGE.md), so
+Compiled code behaves like the same code run on NumPy scalars, so
 what is weak is decided per value by what Python would hold there:
 
 * **Weak** (a Python ``int``/``float``): literals and frozen globals (``values.Lit``), and
@@ -89,7 +89,7 @@ WeakOrType = "T.ScalarType | type"
 
 
 def default_type(value) -> T.ScalarType:
-    """The type a weak literal gets when nothing narrows it (KERNEL_LANGUAGE.md: ``1`` is
+    """The type a weak literal gets when nothing narrows it (``1`` is
     int64, ``1.0`` float64)."""
     if isinstance(value, bool):
         return T.BOOL
@@ -136,8 +136,8 @@ def compare_operand_type(a, b) -> T.ScalarType:
 
 
 def math_result(types: list) -> T.ScalarType:
-    """Float type of a math function: floats keep their precision (f32 stays f32,
-    KERNEL_LANGUAGE.md), integers and weak literals compute in f64."""
+    """Float type of a math function: floats keep their precision (f32 stays f32),
+    integers and weak literals compute in f64."""
     typed = [t for t in types if isinstance(t, T.ScalarType)]
     if not typed:
         return T.F64

@@ -100,7 +100,7 @@ _op("acc.ptr", None, 0, "value", [],
 _op("acc.range", 1, 0, "value", ["dim"], "The accessor's range in dimension `dim` (i64).")
 _op("dg.addr", 0, 0, "value", ["id"], "ptr<global,T> to the device_global with unique ID `id`.")
 
-# Specialization constants (ARCHITECTURE.md: one op, three lowerings) -------------
+# Specialization constants (one op, three lowerings) -------------
 _op("spec.get", 0, 0, "value", ["id"],
     "The value of the specialization_id with symbolic ID `id`; lowered after link.")
 _op("spec.load", 0, 0, "value", ["offset"],

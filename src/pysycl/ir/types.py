@@ -1,7 +1,7 @@
 """IR types. Every type prints to one canonical string and parses back from it.
 
 Scalars use NumPy names in short form (``i32``, ``u8``, ``f32``, ``bool``); pointers carry
-their address space so each target maps it once (ARCHITECTURE.md, "IR shape").
+their address space so each target maps it once.
 
 >>> parse_type(str(PointerType(F32, "global")))
 PointerType(pointee=ScalarType(name='f32'), space='global')

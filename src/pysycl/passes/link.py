@@ -7,7 +7,7 @@ symbol are an error naming both modules; spec-constant and device-global declara
 merged by unique ID (one ID, one type). Unresolved declarations stay: the caller decides
 (``unresolved_symbols``) whether that is an error at build or at submit.
 
-``reachable_module`` keeps what a set of kernels needs (ARCHITECTURE.md: an image holds
+``reachable_module`` keeps what a set of kernels needs (an image holds
 one kernel and the device functions it calls).
 
 >>> link_modules([Module("a"), Module("b")], "ab").name

@@ -1,7 +1,7 @@
 """Which values and var slots of a kernel may differ between the work-items of a group.
 
 Used by work-group fission to check that barriers sit in work-group-uniform control flow
-(KERNEL_LANGUAGE.md, "Barriers on the native CPU device"). The analysis is deliberately
+(barriers on the native CPU device). The analysis is deliberately
 simple, flow-insensitive and conservative:
 
 - non-uniform sources: work-item ids (``wi.global_id``, ``wi.local_id``, the linear ids,

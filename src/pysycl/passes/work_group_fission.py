@@ -41,7 +41,6 @@ from .fission_values import drop_dead_code, localise_values, place_vars
 from .lower_group_reduce import lower_group_reduce
 from .uniformity import Uniformity
 
-DOC = 'KERNEL_LANGUAGE.md, "Barriers on the native CPU device"'
 
 
 def work_group_fission(m: Module, options=None, optimise: bool = False) -> Module:
@@ -156,7 +155,8 @@ class _GroupMarker:
         culprit = next((o for o in op.walk() if is_group_barrier(o)), op)
         return _fail(culprit, f"group_barrier inside a {what} (at {describe_loc(op.loc)}) may "
                      "differ between the work-items of a group; the native CPU device needs "
-                     f"barriers in work-group-uniform control flow ({DOC})")
+                     "barriers in work-group-uniform control flow (every work-item of the group "
+                     "must take the same path to each barrier)")
 
 
 def _split(r: Region, group_ops: set[int], hoisted: list[Op]) -> None:

@@ -1,6 +1,6 @@
 """Build properties: given to ``sycl.compile``/``link``/``build``, never written to IR.
 
-``spec_constant_lowering`` is pysycl's own (ARCHITECTURE.md, "three lowerings of one
+``spec_constant_lowering`` is pysycl's own ("three lowerings of one
 intrinsic"); its meta name follows the ``sycl-`` convention so it can be recorded in an
 image's property sets like any other property.
 

@@ -1,7 +1,7 @@
 """Device selectors (SYCL 2020 4.6.1.1): callables ``device -> int``, negative = never.
 
 The default prefers a GPU, then the built-in native CPU, then other CPUs: native_cpu is
-"the default where no GPU is present" (ARCHITECTURE.md) because it needs no driver and
+"the default where no GPU is present" because it needs no driver and
 has the cheapest launches. Ties go to the first device in platform order.
 
 >>> import pysycl as sycl

@@ -5,7 +5,7 @@
 >>> SpirvCompiler().compile(ir_with_atomic_fadd, ["k"],    # doctest: +SKIP
 ...                         extensions=frozenset({"SPV_EXT_shader_atomic_float_add"}))
 
-Why a worker (shared/reference/llvm-backends.md §0): the llvmlite wheel has LLVM
+Why a worker: the llvmlite wheel has LLVM
 assertions on and the SPIR-V backend turns unsupported IR into ``LLVM ERROR`` (exit) or
 an assertion (abort), which cannot be caught in-process. One long-lived worker
 (``spirv_worker.py``) serves every :class:`SpirvCompiler` of the process, one request
@@ -46,7 +46,7 @@ _WORKER_SCRIPT = Path(spirv_worker.__file__)
 _BOOTSTRAP = ("import sys, runpy; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
               f"runpy.run_path({str(_WORKER_SCRIPT)!r}, run_name='__main__')")
 
-# Crash messages that have a known cause; shared/reference/llvm-backends.md §1.9, §5.
+# Crash messages that have a known cause.
 _HINTS = (
     ("Unable to meet SPIR-V requirements",
      "the module needs a SPIR-V extension that was not enabled (bitreverse: "

@@ -3,8 +3,7 @@
 The ``intel-opencl-rt`` wheel puts ``libintelocl.so`` into ``<prefix>/lib`` and an ICD
 file whose path is a build-machine placeholder (``/opt/anaconda1anaconda2anaconda3``)
 into ``<prefix>/etc/OpenCL/vendors``, so the loader bundled with pyopencl never finds
-it. What works inside one process with nothing set beforehand (measured, see
-shared/reference/llvm-backends.md, appendix):
+it. What works inside one process with nothing set beforehand (measured):
 
 1. load the runtime's dependencies (``libtbb.so.12``, ``libintlc.so.5``, ``libimf.so``,
    ``libsvml.so``, ``libirng.so``) with ``RTLD_GLOBAL``: ``LD_LIBRARY_PATH`` set after

@@ -1,6 +1,6 @@
 """The OpenCL (SPIR-V) rules: codegen hooks in the conventions of LLVM 22's SPIR-V backend.
 
-What differs from the shared rules, and why (shared/reference/llvm-backends.md §0-§2, §5):
+What differs from the shared rules, and why:
 
 * **Kernels** are ``spir_kernel`` functions with the shared ABI itself (no wrapper):
   accessors are ``ptr addrspace(1)`` plus ranges, ``local_accessor`` is a
