@@ -44,6 +44,24 @@ class exception(Exception):
         return str(self)
 
 
+class overflow_error(exception, OverflowError):
+    """A size, index or scalar too large for where it must go (a device limit, a kernel
+    parameter's type); also an ``OverflowError``.
+
+    >>> isinstance(overflow_error(errc.nd_range, "too big"), OverflowError)
+    True
+    """
+
+
+class memory_error(exception, MemoryError):
+    """An allocation the device cannot satisfy; also a ``MemoryError``."""
+
+
+class type_error(exception, TypeError):
+    """A value of the wrong kind (an object dtype, a float where an integer must be);
+    also a ``TypeError``."""
+
+
 class compile_error(exception):
     """An error in kernel source, shown like a Python ``SyntaxError``.
 

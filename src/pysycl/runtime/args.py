@@ -21,9 +21,10 @@ import numpy as np
 from .. import types
 from ..backends.base import KernelArg, KernelArgKind
 from ..backends import registry
-from ..errors import errc, exception
+from ..errors import errc, exception, overflow_error, type_error
 from . import dlpack
 from .buffer import accessor, local_accessor
+from .ranges import SIZE_LIMIT
 from .usm import usm_array
 
 _SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
@@ -39,13 +40,17 @@ def _i64(v: int) -> KernelArg:
     return KernelArg(_SCALAR, int(v).to_bytes(8, "little", signed=True))
 
 
-def _arg_error(kernel: str, name: str, message: str) -> exception:
-    return exception(errc.kernel_argument, f"kernel {kernel}: argument {name!r}: {message}")
+def _arg_error(kernel: str, name: str, message: str, kind=exception) -> exception:
+    """``errc.kernel_argument`` naming the kernel and parameter; ``kind`` adds the Python
+    type users catch (``type_error``, ``overflow_error``)."""
+    return kind(errc.kernel_argument, f"kernel {kernel}: argument {name!r}: {message}")
 
 
 # Index spaces ----------------------------------------------------------------------------
-def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
-    """``errc.nd_range`` unless ``local_size`` tiles ``global_size`` and fits the device.
+def check_launch(desc, global_size, local_size, kernel: str = "kernel", offset=None) -> None:
+    """``errc.nd_range`` unless the launch fits the device's limits: the work-items and
+    every extent plus its offset below 2**63 (an ``OverflowError`` too), and
+    ``local_size`` tiling ``global_size`` within the device's work-group limits.
 
     >>> from types import SimpleNamespace as D
     >>> dev = D(max_work_group_size=256, max_work_item_sizes=(256, 256, 256))
@@ -55,7 +60,12 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
     pysycl.errors.exception: kernel k: global range (10,) is not a multiple of local range (4,) (dimension 0)
     >>> check_launch(D(max_work_group_size=1024, max_work_item_sizes=(64, 1024, 1024)),
     ...              (512,), (256,), "k")
+    >>> check_launch(dev, (2**32, 2**32), None, "k")
+    Traceback (most recent call last):
+    ...
+    pysycl.errors.overflow_error: kernel k: global range (4294967296, 4294967296) has 2**64 work-items; a launch has fewer than 2**63
     """
+    _check_global(global_size, offset, kernel)
     if local_size is None:
         return
     if len(local_size) != len(global_size):
@@ -84,6 +94,26 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel") -> None:
         raise exception(errc.nd_range, f"kernel {kernel}: work-group of {total} work-items "
                         f"{tuple(local_size)} exceeds the device's max_work_group_size "
                         f"{desc.max_work_group_size}")
+
+
+def _check_global(global_size, offset, kernel: str) -> None:
+    total = 1
+    for d, g in enumerate(global_size):
+        end = g + (offset[d] if offset else 0)
+        if end >= SIZE_LIMIT:
+            raise overflow_error(errc.nd_range, f"kernel {kernel}: global range "
+                                 f"{tuple(global_size)} with offset {tuple(offset or ())} "
+                                 f"reaches {end} in dimension {d}; ids are below 2**63")
+        total *= g
+    if total >= SIZE_LIMIT:
+        raise overflow_error(errc.nd_range, f"kernel {kernel}: global range "
+                             f"{tuple(global_size)} has {_power(total)} work-items; a launch "
+                             "has fewer than 2**63")
+
+
+def _power(n: int) -> str:
+    """``n`` as ``2**k`` when it is a power of two (readable huge counts)."""
+    return f"2**{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
 
 
 # Pointers --------------------------------------------------------------------------------
@@ -229,17 +259,48 @@ def _scalar_packer(p, kernel):
 
 
 def _convert_scalar(value, dt, typ, integral, kernel, name) -> KernelArg:
+    """``value`` as the bytes of a ``dt`` parameter. As C++ list-initialisation would,
+    it refuses a conversion that loses information: an integer out of ``dt``'s range, a
+    float that is not a whole number (or not finite) for an integer parameter, a finite
+    float that overflows a float parameter, a complex for a real one. Values of NumPy
+    types are checked like Python numbers (NumPy's own casts wrap silently)."""
     if not isinstance(value, (numbers.Number, np.generic)) or isinstance(value, np.ndarray):
-        raise _arg_error(kernel, name, f"expected a {dt} scalar, got {type(value).__name__}")
-    if integral and not isinstance(value, (numbers.Integral, np.integer, np.bool_)):
-        if not float(value).is_integer():
-            raise _arg_error(kernel, name, f"{value!r} is not an integer ({dt})")
+        raise _arg_error(kernel, name, f"expected a {dt} scalar, got {type(value).__name__}",
+                         type_error)
     if dt.kind != "c" and isinstance(value, (complex, np.complexfloating)):
-        raise _arg_error(kernel, name, f"complex value {value!r} for a {dt} parameter")
+        raise _arg_error(kernel, name, f"complex value {value!r} for a {dt} parameter",
+                         type_error)
+    if integral:
+        return KernelArg(_SCALAR, typ(_whole(value, dt, kernel, name)).tobytes())
+    if dt.kind == "f" and not isinstance(value, (numbers.Integral, np.integer, np.bool_)):
+        with np.errstate(over="ignore"):
+            out = typ(value)
+        if np.isinf(out) and np.isfinite(value):
+            raise _arg_error(kernel, name, f"{value!r} overflows {dt}", overflow_error)
+        return KernelArg(_SCALAR, out.tobytes())
     try:
         return KernelArg(_SCALAR, typ(value).tobytes())
-    except (OverflowError, ValueError, TypeError) as e:
+    except OverflowError as e:
+        raise _arg_error(kernel, name, f"{value!r} does not fit {dt}: {e}",
+                         overflow_error) from None
+    except (ValueError, TypeError) as e:
         raise _arg_error(kernel, name, f"{value!r} does not fit {dt}: {e}") from None
+
+
+def _whole(value, dt, kernel, name) -> int:
+    """``value`` as a Python int in the range of the integer (or bool) dtype ``dt``."""
+    if isinstance(value, (numbers.Integral, np.integer, np.bool_)):
+        v = int(value)
+    else:
+        f = float(value)
+        if not f.is_integer():   # also nan and inf
+            raise _arg_error(kernel, name, f"{value!r} is not an integer ({dt})", type_error)
+        v = int(f)
+    lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+    if not lo <= v <= hi:
+        raise _arg_error(kernel, name, f"{value!r} does not fit {dt} ([{lo}, {hi}])",
+                         overflow_error)
+    return v
 
 
 def _struct_packer(p, kernel):

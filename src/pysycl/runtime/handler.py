@@ -22,9 +22,7 @@ from . import args as args_mod
 from . import memops
 from .buffer import accessor, local_accessor
 from .event import BARRIER, HOST, STREAM, event
-from .ranges import nd_range as nd_range_cls
-
-_ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
+from .ranges import launch_range
 
 
 class spec_constant:
@@ -136,18 +134,7 @@ class handler:
     # Kernels -----------------------------------------------------------------------------
     def parallel_for(self, range_or_nd_range, kernel, *args, properties=None):
         """Launch ``kernel`` over a ``range`` (or int/tuple) or an ``nd_range``."""
-        if isinstance(range_or_nd_range, nd_range_cls):
-            g = tuple(range_or_nd_range.global_range)
-            l = tuple(range_or_nd_range.local_range)
-            off = tuple(range_or_nd_range.offset)
-        else:
-            r = range_or_nd_range
-            g = (r,) if isinstance(r, (int, np.integer)) else tuple(r)
-            for v in g:
-                if not isinstance(v, (int, np.integer)) or v < 0:
-                    raise exception(errc.nd_range, f"invalid range {range_or_nd_range!r}")
-            l = None
-            off = _ZERO_OFFSETS.get(len(g), (0,) * len(g))
+        g, l, off = launch_range(range_or_nd_range)
         self._launch(kernel, g, l, off, args, properties, "parallel_for")
 
     def single_task(self, kernel, *args, properties=None):
@@ -168,7 +155,7 @@ class handler:
                 raise exception(errc.nd_range, f"kernel {name} is {dims}-D but the range "
                                 f"{g} is {len(g)}-D")
         l = launcher.check_nd_range(g, l)   # kernel properties (SYCL 2020 5.8.1)
-        args_mod.check_launch(q._desc, g, l, name)
+        args_mod.check_launch(q._desc, g, l, name, off)
         keep = []
         packed, local_bytes = packer.pack(args, self, keep)
         if local_bytes > q._desc.local_mem_size:

@@ -26,6 +26,7 @@ from .event import (STREAM, _token_done, complete, event, issued_event,
                     new_event, set_token)
 from .handler import handler
 from .ranges import nd_range as nd_range_cls
+from .ranges import SIZE_LIMIT
 from .ranges import range as range_cls
 from .scheduler import enqueue
 
@@ -430,23 +431,23 @@ class _FastLaunch:
         ``sycl.range`` equal to it (``queue.parallel_for`` issues those directly)."""
         t = type(r)
         if t is range_cls:
-            g, l, off = tuple(r), None, None   # 1 to 3 ints >= 0, checked when made
+            g, l, off = tuple(r), None, None   # 1 to 3 ints in [0, 2**63), checked when made
         elif t is int:
-            if r < 0:
+            if r < 0 or r >= SIZE_LIMIT:
                 return None
             g, l, off = (r,), None, (0,)
         elif t is nd_range_cls:
             g = tuple(r.global_range)
             l = tuple(r.local_range)
             off = tuple(r.offset)
-            args_mod.check_launch(self.desc, g, l, self.packer.kernel)
-        elif isinstance(r, tuple):
+        elif isinstance(r, tuple) and 1 <= len(r) <= 3:
             for v in r:
-                if type(v) is not int or v < 0:
+                if type(v) is not int or v < 0 or v >= SIZE_LIMIT:
                     return None
             g, l, off = tuple(r), None, _ZERO_OFFSETS.get(len(r))
         else:
             return None
+        args_mod.check_launch(self.desc, g, l, self.packer.kernel, off)
         if l is None and self.index_kind == "nd_item":
             return None
         dims = self.dims

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from .. import types
-from ..errors import errc, exception
+from ..errors import errc, exception, overflow_error, type_error
+
+#: Every extent, offset and work-item count of a launch is below this: the runtime and
+#: the native CPU device count work-items in signed 64-bit integers.
+SIZE_LIMIT = 1 << 63
 
 
 def _dims(name: str, dims) -> tuple[int, ...]:
@@ -21,17 +27,21 @@ def _dims(name: str, dims) -> tuple[int, ...]:
         dims = tuple(dims[0])
     if not 1 <= len(dims) <= 3:
         raise exception(errc.invalid, f"sycl.{name} has 1, 2 or 3 dimensions, not {len(dims)}")
-    out = []
-    for d in dims:
-        try:
-            v = d.__index__()
-        except AttributeError:
-            raise exception(errc.invalid, f"sycl.{name} dimensions are integers, not {d!r}") \
-                from None
-        if v < 0:
-            raise exception(errc.invalid, f"sycl.{name} dimensions are >= 0, not {v}")
-        out.append(v)
-    return tuple(out)
+    return tuple(_extent(name, d) for d in dims)
+
+
+def _extent(name: str, d) -> int:
+    """One dimension: an integer (Python or NumPy; not a float, not a bool) in
+    ``[0, SIZE_LIMIT)``."""
+    if isinstance(d, (bool, np.bool_)) or not hasattr(d, "__index__"):
+        raise type_error(errc.invalid, f"sycl.{name} dimensions are integers, not {d!r}")
+    v = d.__index__()
+    if v < 0:
+        raise exception(errc.invalid, f"sycl.{name} dimensions are >= 0, not {v}")
+    if v >= SIZE_LIMIT:
+        raise overflow_error(errc.invalid, f"sycl.{name} dimension {v} does not fit a signed "
+                             "64-bit size (at most 2**63 - 1)")
+    return v
 
 
 class _Index(tuple):
@@ -42,7 +52,7 @@ class _Index(tuple):
     def __new__(cls, *dims):
         if len(dims) == 1:  # the common 1-D case, checked inline
             d = dims[0]
-            if type(d) is int and d >= 0:
+            if type(d) is int and 0 <= d < SIZE_LIMIT:
                 return tuple.__new__(cls, dims)
         return tuple.__new__(cls, _dims(cls._kind, dims))
 
@@ -93,14 +103,18 @@ class nd_range:
     __slots__ = ("global_range", "local_range", "offset")
 
     def __init__(self, global_range, local_range, offset=None):
-        g = as_range(global_range)
-        l = as_range(local_range)
+        g = _launch_part(global_range, "global range")
+        l = _launch_part(local_range, "local range")
         if len(g) != len(l):
             raise exception(errc.nd_range, f"nd_range: global range {tuple(g)} and local "
                             f"range {tuple(l)} have different dimensions")
         self.global_range = g
         self.local_range = l
-        self.offset = id(*offset) if offset is not None else id(*(0,) * len(g))
+        self.offset = _launch_part(offset, "offset", id) if offset is not None else \
+            id(*(0,) * len(g))
+        if len(self.offset) != len(g):
+            raise exception(errc.nd_range, f"nd_range: offset {tuple(self.offset)} and global "
+                            f"range {tuple(g)} have different dimensions")
 
     def get_global_range(self) -> range:
         return self.global_range
@@ -136,7 +150,45 @@ def as_range(value) -> range:
         return value
     if isinstance(value, builtins.int) or hasattr(value, "__index__"):
         return range(value)
+    if not isinstance(value, (tuple, list, _Index)):
+        raise type_error(errc.nd_range, f"a range is an int, a tuple of ints or a sycl.range, "
+                         f"not {value!r}")
     return range(*value)
+
+
+def launch_range(value) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
+    """``(global, local or None, offset)`` of what ``parallel_for`` takes: an
+    ``nd_range``, a ``range``, a tuple of ints or an int (Python or NumPy); each checked
+    here (integers in ``[0, 2**63)``, 1 to 3 dimensions), the device's limits at launch.
+    A malformed range is ``errc.nd_range`` (and a ``TypeError`` / ``OverflowError``).
+
+    >>> launch_range(8), launch_range((2, 3))[0]
+    (((8,), None, (0,)), (2, 3))
+    >>> launch_range(2.0)
+    Traceback (most recent call last):
+    ...
+    pysycl.errors.type_error: a range is an int, a tuple of ints or a sycl.range, not 2.0
+    """
+    if isinstance(value, nd_range):
+        return tuple(value.global_range), tuple(value.local_range), tuple(value.offset)
+    g = tuple(_launch_part(value, "range"))
+    return g, None, _ZERO_OFFSETS[len(g)]
+
+
+def _launch_part(value, what: str, kind=None):
+    """``as_range(value)`` (``kind(*value)`` for an offset) with its errors as
+    ``errc.nd_range``, of the same Python type."""
+    try:
+        if kind is None:
+            return as_range(value)
+        return kind(*value) if isinstance(value, (tuple, list, _Index)) else kind(value)
+    except exception as e:
+        if e.code() is errc.nd_range:
+            raise
+        raise type(e)(errc.nd_range, f"invalid {what} {value!r}: {e}") from None
+
+
+_ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
 
 
 class item:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends import registry
-from ..errors import errc, exception
+from ..errors import errc, exception, memory_error, type_error
 from . import dlpack
 from .context import context as context_cls
 from .device import device as device_cls
@@ -26,16 +26,47 @@ _KINDS = ("device", "shared", "host")
 
 
 def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
+    """The extents as Python ints: integers only (no floats, no bools), none negative."""
+    dims = (shape,) if hasattr(shape, "__index__") else shape
     try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise exception(errc.invalid, f"USM shape must be an int or a tuple, not {shape!r}") \
+        dims = tuple(dims)
+        if any(isinstance(s, (bool, np.bool_)) for s in dims):
+            raise TypeError
+        dims = tuple(s.__index__() for s in dims)
+    except (TypeError, AttributeError):
+        raise type_error(errc.invalid, f"USM shape must be an int or a tuple of ints, not "
+                         f"{shape!r}") from None
+    if any(s < 0 for s in dims):
+        raise exception(errc.invalid, f"USM shape {dims} has a negative extent")
+    return dims
+
+
+def _dtype(dtype) -> np.dtype:
+    """A dtype kernels can read as plain bytes: no Python objects, not zero-sized."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise type_error(errc.invalid, f"USM dtype {dtype!r} is not a NumPy dtype: {e}") \
             from None
-    if any(s < 0 for s in shape):
-        raise exception(errc.invalid, f"USM shape {shape} has a negative extent")
-    return shape
+    if dt.hasobject:
+        raise type_error(errc.invalid, f"USM memory cannot hold Python objects (dtype {dt}): "
+                         "use a numeric or structured dtype")
+    if dt.itemsize == 0:
+        raise type_error(errc.invalid, f"USM dtype {dt} has no size; give one (e.g. 'S8')")
+    return dt
+
+
+def _nbytes(shape: tuple[int, ...], dtype: np.dtype, desc, kind: str) -> int:
+    """The allocation's size, computed exactly and checked against the device's memory
+    (``errc.memory_allocation``, also a ``MemoryError``)."""
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    limit = desc.global_mem_size
+    if limit and n > limit:
+        raise memory_error(errc.memory_allocation, f"{kind} USM of shape {shape} and dtype "
+                           f"{dtype} needs {n} bytes; {desc.name} has {limit}")
+    return n
 
 
 def alloc_on(driver, desc, nbytes: int, kind: str, context_handle):
@@ -47,7 +78,7 @@ def alloc_on(driver, desc, nbytes: int, kind: str, context_handle):
     except exception:
         raise
     except MemoryError as e:
-        raise exception(errc.memory_allocation, f"cannot allocate {nbytes} bytes of {kind} "
+        raise memory_error(errc.memory_allocation, f"cannot allocate {nbytes} bytes of {kind} "
                         f"memory on {desc.name}: {e}") from None
 
 
@@ -63,9 +94,9 @@ class usm_array:
     @classmethod
     def _make(cls, shape, dtype, usm_type: str, dev, ctx) -> "usm_array":
         shape = _shape(shape)
-        dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        dtype = _dtype(dtype)
         desc = dev._desc
+        nbytes = _nbytes(shape, dtype, desc, usm_type)
         if f"usm_{usm_type}_allocations" not in desc.aspects:
             raise exception(errc.feature_not_supported,
                             f"{dev.name} does not support {usm_type} USM allocations")
