@@ -29,8 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--size", type=int, default=2048, help="image side (default 2048)")
     demo.add_argument("--device", default=None, help="a PYSYCL_DEVICE_SELECTOR string")
 
-    comp = sub.add_parser("compile", help="compile Python modules into a kernel bundle file")
-    comp.add_argument("sources", nargs="+", help="FILE.py or module name")
+    comp = sub.add_parser("compile", help="compile Python modules into a kernel bundle file "
+                          "(each module is imported: its top-level code runs)")
+    comp.add_argument("sources", nargs="+", help="FILE.py or module name (imported)")
     comp.add_argument("--target", default="native_cpu",
                       help="comma list: native_cpu, spirv64, nvptx64-sm_90")
     comp.add_argument("--state", choices=("object", "executable"), default="executable")

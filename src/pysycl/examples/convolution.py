@@ -36,13 +36,18 @@ def do_conv(q, image: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
     """Convolve ``image`` with ``coefficients`` on ``q``'s device; returns a new array."""
     result = np.empty_like(image)
     with sycl.buffer(image) as inp, sycl.buffer(result) as out:
-        def cgf(cgh):
-            in_acc = sycl.accessor(inp, cgh, sycl.read_only)
-            out_acc = sycl.accessor(out, cgh, sycl.write_only, sycl.no_init)
-            cgh.set_specialization_constant(coeff_id, coefficients)
-            cgh.parallel_for(sycl.range(*image.shape), convolution, in_acc, out_acc)
-        q.submit(cgf).wait()
+        submit_conv(q, inp, out, coefficients).wait()
     return result
+
+
+def submit_conv(q, inp, out, coefficients: np.ndarray):
+    """Submit the convolution of buffer ``inp`` into buffer ``out``; returns its event."""
+    def cgf(cgh):
+        in_acc = sycl.accessor(inp, cgh, sycl.read_only)
+        out_acc = sycl.accessor(out, cgh, sycl.write_only, sycl.no_init)
+        cgh.set_specialization_constant(coeff_id, coefficients)
+        cgh.parallel_for(sycl.range(*inp.get_range()), convolution, in_acc, out_acc)
+    return q.submit(cgf)
 
 
 def reference(image: np.ndarray, coefficients: np.ndarray) -> np.ndarray:

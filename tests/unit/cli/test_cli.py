@@ -141,3 +141,30 @@ def test_ls_verbose_says_why_a_backend_has_no_devices(capsys):
         line = next(l for l in out.splitlines() if l.startswith(f"[{name}] no devices: "))
         assert len(line) > len(f"[{name}] no devices: ") + 10, line
     assert "[native_cpu:" in out
+
+
+def test_compile_of_a_missing_file_or_module_is_one_line(capsys, tmp_path):
+    from pysycl.cli.main import main as cli_main
+    for source in (str(tmp_path / "missing.py"), "no_such_module_here"):
+        assert cli_main(["compile", source, "-o", str(tmp_path / "x.syclbin")]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "no such file" in err and source in err
+
+
+@pytest.mark.parametrize("text", ["native_cpu", "native_cpu:0", "native_cpu:cpu", "*"])
+def test_demo_device_takes_selector_filter_forms(capsys, text):
+    from pysycl.cli.main import main as cli_main
+    assert cli_main(["demo", "--size", "64", "--device", text]) == 0
+    out = capsys.readouterr().out
+    assert "[native_cpu]" in out and "kernel, median of 5" in out and "end to end" in out
+    assert "result matches NumPy" in out
+
+
+@pytest.mark.opencl
+def test_demo_device_opencl_index(capsys):
+    import pysycl as sycl
+    from pysycl.cli.main import main as cli_main
+    if not any(d.backend.name == "opencl" for d in sycl.device.get_devices()):
+        pytest.skip("no OpenCL device")
+    assert cli_main(["demo", "--size", "64", "--device", "opencl:0"]) == 0
+    assert "[opencl]" in capsys.readouterr().out
