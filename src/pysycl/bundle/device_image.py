@@ -23,6 +23,7 @@ from ..ir.core import Function, Module
 from . import property_sets as ps
 from . import stats, toolchain
 from .cache import device_code_cache
+from ..detail.symbols import device_global_symbol
 from .kernel_id import kernel_id, kernel_id_by_name, to_kernel_ids
 
 
@@ -233,10 +234,16 @@ def prebuilt_image(img: device_image, state: bundle_state, devices: Iterable = (
 
 
 
+#: The LLVM optimisation level of pysycl's device code on every backend: the
+#: ``optLevel`` of ``SYCL/misc properties``.
+OPT_LEVEL = 3
+
+
 def image_property_sets(module: Module | None, spec_ids=None) -> ps.PropertySetRegistry:
-    """The property sets of an image holding ``module`` (kernel names, kernel
-    properties, device globals, exported/imported symbols; spec constants once
-    ``spec_ids`` exist)."""
+    """The property sets ``sycl-post-link`` would give an image holding ``module``:
+    kernel names, device requirements, optimisation level, kernel parameter
+    optimisation masks (pysycl removes no argument), program metadata, device globals,
+    exported/imported symbols; spec constants once ``spec_ids`` exist."""
     reg = ps.PropertySetRegistry()
     if module is None:
         return reg
@@ -251,10 +258,14 @@ def image_property_sets(module: Module | None, spec_ids=None) -> ps.PropertySetR
     kernels = module.kernels
     if kernels:
         reg.add_set(ps.KERNEL_NAMES, ps.kernel_names_property_set(k.name for k in kernels))
-    props = {f"{k.name}@{name}": value.encode("utf-8")
-             for k in kernels for name, value in sorted(k.properties.items())}
-    if props:
-        reg.add_set(ps.KERNEL_PROPERTIES, props)
+        reg.add_set(ps.DEVICE_REQUIREMENTS, _device_requirements(kernels))
+        reg.add_set(ps.MISC_PROPERTIES, {"optLevel": OPT_LEVEL})
+        reg.add_set(ps.KERNEL_PARAM_OPT, {
+            k.name: ps.kernel_param_opt_mask([False] * toolchain.kernel_arg_count(k))
+            for k in kernels})
+    metadata = _program_metadata(module)
+    if metadata:
+        reg.add_set(ps.PROGRAM_METADATA, metadata)
     exported = [f.name for f in module.functions if f.kind == "external" and not f.is_declaration]
     if exported:
         reg.add_set(ps.EXPORTED_SYMBOLS, ps.exported_symbols_property_set(exported))
@@ -262,6 +273,56 @@ def image_property_sets(module: Module | None, spec_ids=None) -> ps.PropertySetR
     if imported:
         reg.add_set(ps.IMPORTED_SYMBOLS, ps.imported_symbols_property_set(imported))
     return reg
+
+
+def _device_requirements(kernels: list[Function]) -> dict:
+    """One set for the image: the union of the aspects, the first kernel's required
+    work-group and sub-group sizes (as ``sycl-post-link`` takes them)."""
+    reqs = [kernel_requirements(k) for k in kernels]
+    aspects = [a for r in reqs for a in r.get("aspects", ())]
+    wg = next((r["work_group_size"] for r in reqs if "work_group_size" in r), None)
+    sg = next((r["sub_group_size"] for r in reqs if "sub_group_size" in r), None)
+    return ps.device_requirements_property_set(aspects, wg, sg)
+
+
+def _program_metadata(module: Module) -> dict:
+    out: dict = {}
+    for k in module.kernels:
+        p = k.properties
+        mlin = _ints(p.get("sycl-max-linear-work-group-size", ""))
+        out.update(ps.program_metadata_entries(
+            k.name, _ints(p.get("sycl-work-group-size", "")),
+            _ints(p.get("sycl-max-work-group-size", "")), mlin[0] if mlin else None))
+    for d in module.device_globals:
+        out[f"{d.unique_id}@global_id_mapping"] = device_global_symbol(d.unique_id).encode()
+    return out
+
+
+def metadata_kernel_properties(reg: ps.PropertySetRegistry, kernel: str) -> dict[str, str]:
+    """The kernel properties (meta name -> value) that DPC++'s sets carry for
+    ``kernel`` of an image with no IR (``SYCL/program metadata``, else the image's
+    ``SYCL/device requirements``); malformed values are ``errc.invalid``."""
+    meta = reg.get(ps.PROGRAM_METADATA) or {}
+    reqs = reg.get(ps.DEVICE_REQUIREMENTS) or {}
+    out: dict[str, str] = {}
+
+    def sizes(raw, unpack):
+        return ",".join(str(v) for v in reversed(unpack(raw)))
+    if isinstance(meta.get(f"{kernel}@reqd_work_group_size"), bytes):
+        out["sycl-work-group-size"] = sizes(meta[f"{kernel}@reqd_work_group_size"], ps.unpack_u32s)
+    elif isinstance(reqs.get("reqd_work_group_size_uint64_t"), bytes):
+        out["sycl-work-group-size"] = sizes(reqs["reqd_work_group_size_uint64_t"], ps.unpack_u64s)
+    if isinstance(meta.get(f"{kernel}@max_work_group_size"), bytes):
+        out["sycl-max-work-group-size"] = sizes(meta[f"{kernel}@max_work_group_size"],
+                                                ps.unpack_u32s)
+    if isinstance(meta.get(f"{kernel}@max_linear_work_group_size"), bytes):
+        out["sycl-max-linear-work-group-size"] = sizes(
+            meta[f"{kernel}@max_linear_work_group_size"], ps.unpack_u64s)
+    if isinstance(reqs.get("reqd_sub_group_size"), int):
+        out["sycl-sub-group-size"] = str(reqs["reqd_sub_group_size"])
+    if isinstance(reqs.get("aspects"), bytes) and reqs["aspects"]:
+        out["sycl-device-has"] = ",".join(str(a) for a in ps.unpack_u32s(reqs["aspects"]))
+    return {k: v for k, v in out.items() if v}
 
 
 def _ints(text: str) -> list[int]:

@@ -28,7 +28,7 @@ from ..ir.types import U8, ArrayType
 from ..passes.spec_constants import PADDING_LEAF_ID, SpecConstantIds
 from . import property_sets as ps
 from . import syclbin, toolchain
-from .device_image import GENERIC_TARGET, bundle_state, device_image
+from .device_image import GENERIC_TARGET, bundle_state, device_image, metadata_kernel_properties
 from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id_by_name
 
@@ -122,11 +122,9 @@ def _module_of(am: syclbin.AbstractModule) -> Module | None:
 def _metadata_module(reg: ps.PropertySetRegistry) -> Module:
     """Kernel stubs from the property sets, when the file carries no readable IR."""
     m = Module("loaded")
-    props = reg.get(ps.KERNEL_PROPERTIES) or {}
     for name in reg.get(ps.KERNEL_NAMES) or {}:
-        kp = {k.split("@", 1)[1]: v.decode() for k, v in props.items()
-              if k.startswith(name + "@") and isinstance(v, bytes)}
-        m.functions.append(Function(name, "kernel", [], properties=kp))
+        m.functions.append(Function(name, "kernel", [],
+                                    properties=metadata_kernel_properties(reg, name)))
     return m
 
 

@@ -35,7 +35,6 @@ SPEC_CONSTANTS = "SYCL/specialization constants"
 SPEC_CONSTANTS_DEFAULT_VALUES = "SYCL/specialization constants default values"
 DEVICE_GLOBALS = "SYCL/device globals"
 KERNEL_NAMES = "SYCL/kernel names"
-KERNEL_PROPERTIES = "SYCL/kernel properties"
 KERNEL_PARAM_OPT = "SYCL/kernel param opt"
 DEVICE_REQUIREMENTS = "SYCL/device requirements"
 MISC_PROPERTIES = "SYCL/misc properties"
@@ -375,6 +374,63 @@ def kernel_param_opt_mask(removed: Iterable[bool]) -> BitBytes:
         if gone:
             data[i // 8] |= 1 << (i % 8)
     return BitBytes(bytes(data), len(flags))
+
+
+def _u32s(values) -> bytes:
+    return struct.pack(f"<{len(values)}I", *values)
+
+
+def _u64s(values) -> bytes:
+    return struct.pack(f"<{len(values)}Q", *values)
+
+
+def device_requirements_property_set(aspects: Iterable[int] = (),
+                                     reqd_work_group_size: list[int] | None = None,
+                                     reqd_sub_group_size: int | None = None) -> dict[str, Value]:
+    """``SYCL/device requirements`` as ``sycl-post-link`` writes it (keys in its sorted
+    order): ``aspects`` (u32 array, always present), ``reqd_sub_group_size`` (u32),
+    ``reqd_work_group_size_uint64_t`` (u64 array). Work-group sizes are given in SYCL
+    order and stored reversed, as the SPIR-V metadata holds them.
+
+    >>> encode_value(device_requirements_property_set()["aspects"])
+    '2|AAAAAAAAAAA'
+    >>> encode_value(device_requirements_property_set((), [64])["reqd_work_group_size_uint64_t"])
+    '2|ABAAAAAAAAAQAAAAAAAAAA'
+    """
+    out: dict[str, Value] = {"aspects": _u32s(sorted(set(int(a) for a in aspects)))}
+    if reqd_sub_group_size is not None:
+        out["reqd_sub_group_size"] = int(reqd_sub_group_size)
+    if reqd_work_group_size:
+        out["reqd_work_group_size_uint64_t"] = _u64s(list(reversed(reqd_work_group_size)))
+    return out
+
+
+def program_metadata_entries(kernel: str, reqd_work_group_size: list[int] | None = None,
+                             max_work_group_size: list[int] | None = None,
+                             max_linear_work_group_size: int | None = None) -> dict[str, bytes]:
+    """One kernel's ``SYCL/program metadata`` entries: ``<kernel>@reqd_work_group_size``
+    and ``@max_work_group_size`` (u32 arrays, reversed as in SPIR-V), and
+    ``@max_linear_work_group_size`` (one u64)."""
+    out: dict[str, bytes] = {}
+    if reqd_work_group_size:
+        out[f"{kernel}@reqd_work_group_size"] = _u32s(list(reversed(reqd_work_group_size)))
+    if max_work_group_size:
+        out[f"{kernel}@max_work_group_size"] = _u32s(list(reversed(max_work_group_size)))
+    if max_linear_work_group_size is not None:
+        out[f"{kernel}@max_linear_work_group_size"] = _u64s([max_linear_work_group_size])
+    return out
+
+
+def unpack_u32s(data: bytes) -> list[int]:
+    if len(data) % 4:
+        raise exception(errc.invalid, f"{len(data)} bytes are not a u32 array")
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def unpack_u64s(data: bytes) -> list[int]:
+    if len(data) % 8:
+        raise exception(errc.invalid, f"{len(data)} bytes are not a u64 array")
+    return list(struct.unpack(f"<{len(data) // 8}Q", data))
 
 
 # --- specialization-constant layout (called by the link pass) ----------------------

@@ -174,6 +174,15 @@ def codegen(module: Module, target) -> str:
     return text
 
 
+def kernel_arg_count(fn, target_name: str = "spirv64") -> int:
+    """How many arguments kernel ``fn`` takes on ``target_name`` once lowered (its
+    parameters as the ABI spreads them, the spec-constant buffer, hidden ones)."""
+    from ..codegen.module import param_types
+    lowering = registry.get_lowering(target_name)
+    return (sum(len(param_types(p, True, lowering)) for p in fn.params) + 1
+            + len(lowering.hidden_params(fn)))
+
+
 def _dump(stage: str, what: str, text: str) -> None:
     """``PYSYCL_DUMP=ir,llvm,spirv,ptx``: print a stage to stderr as it is made."""
     if stage in config.dump_stages():

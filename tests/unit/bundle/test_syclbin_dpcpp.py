@@ -233,3 +233,77 @@ def test_dpcpp_layouts_fuzzed_raise_only_invalid(writer):
             syclbin.read_syclbin(bytes(data))
         except sycl.exception as e:
             assert e.code() == sycl.errc.invalid
+
+
+# -- DPC++'s property sets --------------------------------------------------------------------
+
+@sycl.kernel(name="syclbin_dpcpp.tiled", properties=sycl.properties(
+    sycl.work_group_size(2, 4), sycl.max_work_group_size(2, 8),
+    sycl.max_linear_work_group_size(16), sycl.device_has(sycl.aspect.fp64)))
+def tiled(it: sycl.nd_item[2], acc: sycl.accessor[np.float32, 2, sycl.read_write],
+          x: np.float32):
+    acc[it.get_global_id()] = acc[it.get_global_id()] * x
+
+
+def test_property_sets_as_sycl_post_link_writes_them(tmp_path):
+    dev = _devices()[0]
+    kb = sycl.get_kernel_bundle(sycl.context(dev), sycl.bundle_state.input, kernel=tiled)
+    path = tmp_path / "t.syclbin"
+    sycl.save_kernel_bundle(kb, path)
+    (am,) = dpcpp.read(path.read_bytes())["modules"]
+    meta = am["metadata"]
+    assert "SYCL/kernel properties" not in meta     # not a DPC++ set
+    fp64 = int(sycl.aspect.fp64.value)
+    reqs = meta["SYCL/device requirements"]
+    # u32 aspects; u64 work-group size in SPIR-V's (reversed) order
+    assert reqs == {"aspects": struct.pack("<I", fp64),
+                    "reqd_work_group_size_uint64_t": struct.pack("<QQ", 4, 2)}
+    assert meta["SYCL/misc properties"] == {"optLevel": 3}
+    # the accessor (pointer, 2 ranges, offset), x, the spec-constant buffer: 6 arguments,
+    # none removed
+    assert meta["SYCL/kernel param opt"] == {"syclbin_dpcpp.tiled": bytes(1)}
+    assert meta["SYCL/program metadata"] == {
+        "syclbin_dpcpp.tiled@reqd_work_group_size": struct.pack("<II", 4, 2),
+        "syclbin_dpcpp.tiled@max_work_group_size": struct.pack("<II", 8, 2),
+        "syclbin_dpcpp.tiled@max_linear_work_group_size": struct.pack("<Q", 16)}
+    text = path.read_bytes()
+    # the bit size of the mask is the argument count, not a whole byte
+    assert b"syclbin_dpcpp.tiled=2|" + dpcpp.b64_encode(struct.pack("<Q", 6) + bytes(1)).encode() \
+        in text
+    # DPC++'s published encodings (sycl-post-link lit tests)
+    from pysycl.bundle import property_sets as ps
+    assert ps.encode_value(ps.device_requirements_property_set()["aspects"]) == "2|AAAAAAAAAAA"
+    assert ps.encode_value(ps.device_requirements_property_set(
+        (), [64])["reqd_work_group_size_uint64_t"]) == "2|ABAAAAAAAAAQAAAAAAAAAA"
+
+
+@pytest.mark.opencl
+def test_kernel_properties_come_back_from_dpcpp_sets(tmp_path, opencl_queue):
+    """A DPC++ file has no pysycl IR: the required work-group size is read from its
+    program metadata and enforced at launch."""
+    q = opencl_queue
+    exe = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.executable, kernel=tiled)
+    if not exe.has_kernel(sycl.get_kernel_id(tiled)):
+        pytest.skip("the OpenCL device has no fp64")
+    (img,) = [i for i in exe if i.format == "spirv"]
+    sets = {n: p for n, p in img.property_sets.items() if n.startswith("SYCL/")}
+    path = tmp_path / "t.syclbin"
+    path.write_bytes(dpcpp.write_runtime(2, [{"metadata": sets,
+                                             "ir": [(img.binary, "spir64-unknown-unknown")]}]))
+    loaded = sycl.load_kernel_bundle(q.get_context(), path)
+    (limg,) = list(loaded)
+    fn = limg.kernel_function(sycl.get_kernel_id(tiled))
+    assert fn.properties["sycl-work-group-size"] == "2,4"
+    assert fn.properties["sycl-max-linear-work-group-size"] == "16"
+    data = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    expect = data * 3
+    with sycl.buffer(data) as buf:
+        q.submit(lambda h: (h.use_kernel_bundle(loaded), h.parallel_for(
+            sycl.nd_range((4, 8), (2, 4)), tiled, sycl.accessor(buf, h, sycl.read_write),
+            np.float32(3)))).wait()
+    np.testing.assert_allclose(data, expect)
+    with pytest.raises(sycl.exception) as info, sycl.buffer(data) as buf:
+        q.submit(lambda h: (h.use_kernel_bundle(loaded), h.parallel_for(
+            sycl.nd_range((4, 8), (4, 4)), tiled, sycl.accessor(buf, h, sycl.read_write),
+            np.float32(3)))).wait()
+    assert info.value.code() == sycl.errc.nd_range
