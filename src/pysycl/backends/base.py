@@ -185,6 +185,11 @@ class Driver(abc.ABC):
     #: Why ``discover()`` found no devices (a missing package or driver library, a driver
     #: too old), set by ``discover``; shown by ``pysycl ls -v``.
     absent_reason: str | None = None
+    #: Every USM allocation's address is a multiple of this many bytes.
+    alloc_alignment: int = 0
+    #: Keywords ``alloc`` takes beyond the contract's: ``alignment`` (bytes, a power of
+    #: two) for USM kinds.
+    alloc_options: frozenset = frozenset()
 
     def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
         """A driver context over ``devices`` for a user-made ``sycl.context``; None where

@@ -18,14 +18,18 @@ from .ranges import id, item, nd_item, nd_range, range
 from .selectors import (accelerator_selector, accelerator_selector_v, aspect_selector,
                         cpu_selector, cpu_selector_v, default_selector, default_selector_v,
                         gpu_selector, gpu_selector_v)
-from .usm import free, malloc, malloc_device, malloc_host, malloc_shared, usm_array
+from .usm import (aligned_alloc, aligned_alloc_device, aligned_alloc_host, aligned_alloc_shared,
+                  free, get_pointer_device, get_pointer_type, malloc, malloc_device,
+                  malloc_host, malloc_shared, usm_allocator, usm_array)
 
 __all__ = [
-    "accelerator_selector", "accelerator_selector_v", "accessor", "aspect_selector",
-    "backend", "buffer", "check_launch", "context", "cpu_selector", "cpu_selector_v",
-    "default_selector", "default_selector_v", "device", "device_type", "event",
-    "event_command_status", "free", "gpu_selector", "gpu_selector_v", "handler",
-    "host_accessor", "id", "info", "interop_handle", "item", "local_accessor", "malloc",
-    "malloc_device", "malloc_host", "malloc_shared", "nd_item", "nd_range", "platform",
-    "queue", "range", "spec_constant", "usm_array",
+    "accelerator_selector", "accelerator_selector_v", "accessor", "aligned_alloc",
+    "aligned_alloc_device", "aligned_alloc_host", "aligned_alloc_shared",
+    "aspect_selector", "backend", "buffer", "check_launch", "context", "cpu_selector",
+    "cpu_selector_v", "default_selector", "default_selector_v", "device", "device_type",
+    "event", "event_command_status", "free", "get_pointer_device", "get_pointer_type",
+    "gpu_selector", "gpu_selector_v", "handler", "host_accessor", "id", "info",
+    "interop_handle", "item", "local_accessor", "malloc", "malloc_device",
+    "malloc_host", "malloc_shared", "nd_item", "nd_range", "platform", "queue", "range",
+    "spec_constant", "usm_allocator", "usm_array",
 ]

@@ -28,6 +28,7 @@ from .event import USER, complete, new_event
 from .ranges import id as id_
 from .ranges import range as range_
 from .usm import alloc_on
+from .pickling import not_picklable
 
 _access_lock = threading.Lock()
 _READ = types.access_mode.read_only
@@ -57,6 +58,9 @@ def _has_no_init(properties) -> bool:
 class buffer:
     """``sycl.buffer(ndarray)`` or ``sycl.buffer(shape, dtype)``; ``with`` or ``close()``
     writes results back to the array."""
+
+    __reduce__ = not_picklable("buffer", "send its data (np.array(sycl.host_accessor(buf))) "
+                               "and make a new buffer there")
 
     def __init__(self, data=None, dtype=None, *, shape=None):
         if shape is not None:
@@ -216,6 +220,8 @@ class accessor:
     it indexes like the NumPy array it views. ``sycl.accessor[T, D, mode]`` annotates a
     kernel parameter."""
 
+    __reduce__ = not_picklable("accessor", "send the buffer's data instead")
+
     __slots__ = ("buffer", "mode", "no_init", "_cgh", "_range", "_offset", "properties")
 
     def __init__(self, buf, cgh=None, mode=types.access_mode.read_write, properties=None, *,
@@ -308,6 +314,8 @@ class host_accessor:
     """``with sycl.host_accessor(buf, mode) as view:`` a NumPy view of the contents,
     after every command that writes (or, for write modes, uses) the buffer finished.
     Later command groups on the buffer wait until it is closed."""
+
+    __reduce__ = not_picklable("host_accessor", "send np.array(acc) (a copy) instead")
 
     def __init__(self, buf, mode=types.access_mode.read_write, properties=None):
         if not isinstance(buf, buffer):

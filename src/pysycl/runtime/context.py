@@ -12,6 +12,7 @@ import threading
 from ..errors import errc, exception
 from .device import device
 from .info import get_info
+from .pickling import not_picklable
 
 _default_lock = threading.Lock()
 
@@ -19,6 +20,8 @@ _default_lock = threading.Lock()
 class context:
     """``sycl.context(devices=None)``: ``devices`` is a device, a list of devices, a
     selector, or None (the default device). Devices must share one platform."""
+
+    __reduce__ = not_picklable("context", "make a new sycl.context in the other process")
 
     __slots__ = ("_devices", "_handle", "_driver", "_is_default", "__weakref__")
     _defaults: dict = {}

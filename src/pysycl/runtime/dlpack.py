@@ -2,9 +2,13 @@
 
 DLPack 1.0 ``DLManagedTensorVersioned`` (``"dltensor_versioned"``) for consumers that
 pass ``max_version >= (1, 0)`` (NumPy 2: the array is writable), else the legacy
-``DLManagedTensor`` in a ``"dltensor"`` capsule, which every consumer accepts. The producer keeps the
-tensor's C structures and the owning Python object alive in ``_live`` until the
-consumer calls the deleter, or until the capsule dies unconsumed.
+``DLManagedTensor`` in a ``"dltensor"`` capsule, which every consumer accepts.
+
+The deleter and the capsule destructor run no Python code (C functions linked into the
+host JIT): they only mark the export done. The producer keeps the tensor's C structures
+and the owning object alive in ``_live`` until then; ``sweep`` (after each garbage
+collection and at each export) releases what is marked, so memory whose ``sycl.free``
+was asked for goes back to the device once the last consumer let go.
 
 >>> import numpy as np
 >>> from pysycl.runtime.dlpack import to_capsule
@@ -16,6 +20,7 @@ consumer calls the deleter, or until the capsule dies unconsumed.
 from __future__ import annotations
 
 import ctypes
+import gc
 import threading
 
 import numpy as np
@@ -66,43 +71,127 @@ DLManagedTensorVersioned._fields_ = [("version", DLPackVersion),
                                      ("deleter", _VDeleter), ("flags", ctypes.c_uint64),
                                      ("dl_tensor", DLTensor)]
 
-_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# Private prototypes (``ctypes.pythonapi``'s function objects are shared with other code).
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+_capsule_set_context = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)(
+    ("PyCapsule_SetContext", ctypes.pythonapi))
 
-_api = ctypes.pythonapi
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CapsuleDestructor]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_NAMES = {False: ctypes.create_string_buffer(b"dltensor"),
+          True: ctypes.create_string_buffer(b"dltensor_versioned")}
 
-_live: dict[int, tuple] = {}      # address of DLManagedTensor -> what keeps it valid
+
+class _State(ctypes.Structure):
+    """Per export: ``done`` is written by the C functions below (1: the consumer called
+    the deleter, 2: the capsule died unconsumed); ``name`` is the capsule name we gave,
+    which a consumer replaces when it takes ownership."""
+
+    _fields_ = [("done", ctypes.c_int64), ("name", ctypes.c_void_p)]
+
+
+# The deleter and the capsule destructor are C functions (LLVM IR linked into the host
+# JIT), not ctypes callbacks: a consumer may call them from any thread, with or without
+# the GIL, and with a Python error set (NumPy refusing a device it cannot read destroys
+# the capsule while raising); a Python callback fails or crashes there. They only mark
+# the export's _State; ``sweep`` releases marked exports later, from ordinary Python.
+_C_FUNCTIONS = """
+declare ptr @PyCapsule_GetContext(ptr)
+declare ptr @PyCapsule_GetName(ptr)
+
+define void @pysycl_dlpack_deleter(ptr %m) {{
+  %slot = getelementptr i8, ptr %m, i64 {legacy_ctx}
+  %state = load ptr, ptr %slot
+  store atomic i64 1, ptr %state seq_cst, align 8
+  ret void
+}}
+
+define void @pysycl_dlpack_deleter_versioned(ptr %m) {{
+  %slot = getelementptr i8, ptr %m, i64 {versioned_ctx}
+  %state = load ptr, ptr %slot
+  store atomic i64 1, ptr %state seq_cst, align 8
+  ret void
+}}
+
+define void @pysycl_dlpack_capsule_destructor(ptr %capsule) {{
+entry:
+  %state = call ptr @PyCapsule_GetContext(ptr %capsule)
+  %none = icmp eq ptr %state, null
+  br i1 %none, label %out, label %check
+check:
+  %name = call ptr @PyCapsule_GetName(ptr %capsule)
+  %ours = getelementptr i8, ptr %state, i64 {name_offset}
+  %given = load ptr, ptr %ours
+  %unconsumed = icmp eq ptr %name, %given
+  br i1 %unconsumed, label %release, label %out
+release:
+  store atomic i64 2, ptr %state seq_cst, align 8
+  br label %out
+out:
+  ret void
+}}
+"""
+_functions: dict[str, int] = {}
+_functions_lock = threading.Lock()
+
+
+def _c_functions() -> dict[str, int]:
+    """Addresses of the C functions above, linked on the first export (this loads
+    LLVM, which is why it is imported here and not with the module)."""
+    if not _functions:
+        with _functions_lock:
+            if not _functions:
+                from ..backends.native_cpu.executor import link_host_functions
+                ir = _C_FUNCTIONS.format(legacy_ctx=DLManagedTensor.manager_ctx.offset,
+                                         versioned_ctx=DLManagedTensorVersioned.manager_ctx.offset,
+                                         name_offset=_State.name.offset)
+                _functions.update(link_host_functions(ir, (
+                    "pysycl_dlpack_deleter", "pysycl_dlpack_deleter_versioned",
+                    "pysycl_dlpack_capsule_destructor")))
+    return _functions
+
+
+_live: dict[int, tuple] = {}      # address of an export's _State -> what keeps it valid
 _live_lock = threading.Lock()
 
 
-def _release(address: int) -> None:
-    with _live_lock:
-        _live.pop(address, None)
+def sweep() -> int:
+    """Release the exports whose consumer is done (owners may be freed now); how many
+    are still live. Never blocks: another thread sweeping (or this one, when a garbage
+    collection interrupts ``to_capsule``) leaves the work to the next call."""
+    if not _live_lock.acquire(blocking=False):
+        return len(_live)
+    try:
+        done = [a for a, entry in _live.items() if entry[0].done]
+        released = [_live.pop(a) for a in done]
+        live = len(_live)
+    finally:
+        _live_lock.release()
+    del released      # owners are dropped here, outside the lock
+    return live
 
 
-@_Deleter
-def _deleter(managed_ptr) -> None:
-    # Called by the consumer when it no longer needs the memory.
-    _release(ctypes.cast(managed_ptr, ctypes.c_void_p).value)
+def _after_collection(phase, _info) -> None:
+    if phase == "stop" and _live:
+        sweep()
 
 
-@_VDeleter
-def _vdeleter(managed_ptr) -> None:
-    _release(ctypes.cast(managed_ptr, ctypes.c_void_p).value)
+gc.callbacks.append(_after_collection)
 
 
-@_CapsuleDestructor
-def _capsule_destructor(capsule) -> None:
-    # A consumer renames the capsule to "used_dltensor[_versioned]"; the original name
-    # means nobody took ownership, so the producer releases the tensor itself.
-    for name in (b"dltensor", b"dltensor_versioned"):
-        if _api.PyCapsule_IsValid(capsule, name):
-            _release(_api.PyCapsule_GetPointer(capsule, name))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def data_pointer(obj) -> int:
+    """The address of the first element of an object exporting DLPack (the capsule is
+    not consumed: its producer releases it)."""
+    try:
+        capsule = obj.__dlpack__()
+    except (BufferError, RuntimeError, ValueError, TypeError) as e:
+        raise exception(errc.invalid, f"cannot read the address of {type(obj).__name__} "
+                        f"through DLPack: {e}") from None
+    tensor = DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
+    return int(tensor.data or 0) + int(tensor.byte_offset)
 
 
 def dl_dtype(dtype: np.dtype) -> DLDataType:
@@ -117,6 +206,8 @@ def to_capsule(owner, ptr: int, shape, dtype, device: tuple[int, int],
     """A capsule for C-contiguous memory at ``ptr`` owned by ``owner``: DLPack 1.x
     ``"dltensor_versioned"`` when the consumer asked for it (it carries the read-only
     flag, so NumPy gives a writable array), else the legacy ``"dltensor"``."""
+    functions = _c_functions()
+    sweep()
     ndim = len(shape)
     shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
     managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
@@ -128,15 +219,18 @@ def to_capsule(owner, ptr: int, shape, dtype, device: tuple[int, int],
     t.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
     t.strides = None          # NULL: C-contiguous (allowed by every DLPack version)
     t.byte_offset = 0
-    managed.manager_ctx = None
+    name = _NAMES[versioned]
+    state = _State(0, ctypes.addressof(name))
+    managed.manager_ctx = ctypes.addressof(state)
     if versioned:
         managed.version = DLPackVersion(1, 0)
-        managed.deleter = _vdeleter
+        managed.deleter = _VDeleter(functions["pysycl_dlpack_deleter_versioned"])
         managed.flags = 1 if read_only else 0   # DLPACK_FLAG_BITMASK_READ_ONLY
     else:
-        managed.deleter = _deleter
-    address = ctypes.addressof(managed)
+        managed.deleter = _Deleter(functions["pysycl_dlpack_deleter"])
     with _live_lock:
-        _live[address] = (managed, shape_arr, owner)
-    name = b"dltensor_versioned" if versioned else b"dltensor"
-    return _api.PyCapsule_New(address, name, _capsule_destructor)
+        _live[ctypes.addressof(state)] = (state, managed, shape_arr, owner)
+    capsule = _capsule_new(ctypes.addressof(managed), ctypes.addressof(name),
+                           functions["pysycl_dlpack_capsule_destructor"])
+    _capsule_set_context(capsule, ctypes.addressof(state))
+    return capsule

@@ -18,6 +18,7 @@ import time
 
 from ..errors import errc, exception
 from .info import event_command_status, get_info
+from .pickling import not_picklable
 
 _lock = threading.Lock()
 _acquire, _release = _lock.acquire, _lock.release
@@ -34,6 +35,8 @@ def _token_done(tok) -> bool:
 
 class event:
     """``sycl.event()`` is an already-complete event; the runtime makes the others."""
+
+    __reduce__ = not_picklable("event", "wait for it here and send the result")
 
     __slots__ = ("_done", "_started", "_token", "_flag", "_callbacks", "_watched", "_queue",
                  "_run", "_kind", "_pending", "_times", "_error", "__weakref__")

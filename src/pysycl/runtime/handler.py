@@ -271,6 +271,16 @@ class handler:
         """Set ``num_bytes`` (default: all) bytes of ``dst`` to ``byte``."""
         memops.memset(self, dst, byte, num_bytes)
 
+    def prefetch(self, ptr, num_bytes=None):
+        """Hint that ``num_bytes`` (default: to the end) of USM at ``ptr`` will be used."""
+        from . import memops
+        memops.prefetch(self, ptr, num_bytes)
+
+    def mem_advise(self, ptr, num_bytes, advice):
+        """Backend advice on a USM range (no effect on the backends here)."""
+        from . import memops
+        memops.mem_advise(self, ptr, num_bytes, advice)
+
     def local_accessor(self, dtype, shape) -> local_accessor:
         """Work-group local memory for a ``sycl.local_accessor[T, D]`` parameter."""
         return local_accessor(dtype, shape, self)

@@ -20,7 +20,7 @@ from ..host_objects import device_global
 from ..properties import host_access
 from .buffer import accessor
 from .event import STREAM
-from .usm import usm_array
+from .usm import find_allocation, usm_array
 
 
 class _Side:
@@ -271,3 +271,48 @@ def memset(cgh, dst, byte, num_bytes=None) -> None:
     if n < 0 or n > d.nbytes:
         raise exception(errc.invalid, f"memset of {n} bytes: destination has {d.nbytes}")
     _submit_fill(cgh, d, bytes([int(byte) & 0xFF]), n, "memset")
+
+
+# USM hints (SYCL 2020 4.9.4.3) --------------------------------------------------------
+def _usm_range(obj, num_bytes, what: str) -> tuple[int, int]:
+    """(address, bytes) of ``num_bytes`` of USM at ``obj`` (a ``usm_array`` or an address
+    inside a live allocation); the range must lie in the allocation."""
+    if isinstance(obj, usm_array):
+        obj._check_live()
+        address, block = obj.ptr, obj._block
+    elif isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)):
+        address = int(obj)
+        block = find_allocation(address)
+        if block is None:
+            raise exception(errc.invalid, f"{what}: address {address:#x} is not in a live "
+                            "USM allocation")
+    else:
+        raise exception(errc.invalid, f"{what} takes a sycl.usm_array or a USM address, "
+                        f"not {type(obj).__name__}")
+    end = block.ptr + block.nbytes
+    n = end - address if num_bytes is None else int(num_bytes)
+    if n < 0 or address + n > end:
+        raise exception(errc.invalid, f"{what}: {n} bytes from {address:#x} run past the end "
+                        f"of the allocation ({block.nbytes} bytes at {block.ptr:#x})")
+    return address, n
+
+
+def prefetch(cgh, ptr, num_bytes=None) -> None:
+    """``handler.prefetch``: a hint that the device will soon use the range. The CPU
+    devices and OpenCL migrate nothing, so the command only orders (it completes once
+    its dependencies have)."""
+    _usm_range(ptr, num_bytes, "prefetch")
+    cgh._set_command(STREAM, _no_op, "prefetch")
+
+
+def mem_advise(cgh, ptr, num_bytes, advice) -> None:
+    """``handler.mem_advise``: backend-specific advice (an int) on the range; no backend
+    here has advice to take, so, like ``prefetch``, the command only orders."""
+    _usm_range(ptr, num_bytes, "mem_advise")
+    if not isinstance(advice, (int, np.integer)) or isinstance(advice, (bool, np.bool_)):
+        raise exception(errc.invalid, f"mem_advise: advice must be an int, not {advice!r}")
+    cgh._set_command(STREAM, _no_op, "mem_advise")
+
+
+def _no_op():
+    return None

@@ -29,6 +29,7 @@ from .ranges import nd_range as nd_range_cls
 from .ranges import SIZE_LIMIT
 from .ranges import range as range_cls
 from .scheduler import enqueue
+from .pickling import not_picklable
 
 _launch_module = None
 
@@ -64,6 +65,8 @@ class queue:
     a new one (CUDA: a ``torch.cuda.Stream``, a CuPy stream, anything with
     ``__cuda_stream__``, or a raw ``CUstream`` handle as an int); the queue never
     destroys it. :meth:`from_native` also finds the device from the stream."""
+
+    __reduce__ = not_picklable("queue", "make a new sycl.queue in the other process")
 
     def __init__(self, dev_or_selector=None, context=None, *, in_order=False,
                  enable_profiling=False, async_handler=None, properties=None,
@@ -297,6 +300,16 @@ class queue:
     def memset(self, dst, byte, num_bytes=None, *, depends_on=None) -> event:
         cgh = self._shortcut(depends_on)
         cgh.memset(dst, byte, num_bytes)
+        return self._enqueue(cgh)
+
+    def prefetch(self, ptr, num_bytes=None, *, depends_on=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.prefetch(ptr, num_bytes)
+        return self._enqueue(cgh)
+
+    def mem_advise(self, ptr, num_bytes, advice, *, depends_on=None) -> event:
+        cgh = self._shortcut(depends_on)
+        cgh.mem_advise(ptr, num_bytes, advice)
         return self._enqueue(cgh)
 
     def host_task(self, fn, *, depends_on=None) -> event:

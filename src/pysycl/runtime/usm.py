@@ -1,9 +1,16 @@
 """Unified shared memory: ``sycl.malloc_device/shared/host`` -> ``sycl.usm_array``.
 
 A ``usm_array`` is a typed, C-contiguous block with a device pointer (``ptr``). Memory
-the host can reach (every kind on the native CPU, host/shared USM elsewhere) exposes
-``__array_interface__``, so ``np.asarray(a)`` is a zero-copy view; all memory exposes
-DLPack, and CUDA memory ``__cuda_array_interface__``.
+the host can reach (every kind on the native CPU, host/shared USM elsewhere) converts
+with ``np.asarray(a)`` to a zero-copy view; all memory exposes DLPack, and CUDA memory
+``__cuda_array_interface__``. Device memory the host cannot reach is a ``TypeError`` for
+NumPy (copy it with ``a.to_numpy()`` or ``q.memcpy``).
+
+Lifetime is the same on every backend: the memory goes back to the device when the
+array is collected, or at ``sycl.free(a)``; NumPy views and DLPack exports keep it alive,
+so after ``free`` the memory is released when the last of them dies. A ``usm_array``
+pickles by value (its data, never its address) and unpickles into a new allocation of
+the same kind on the default device of the same backend.
 
 >>> import numpy as np, pysycl as sycl
 >>> q = sycl.queue()
@@ -14,6 +21,11 @@ DLPack, and CUDA memory ``__cuda_array_interface__``.
 """
 from __future__ import annotations
 
+import bisect
+import enum
+import threading
+import weakref
+
 import numpy as np
 
 from ..backends import registry
@@ -21,8 +33,24 @@ from ..errors import errc, exception, memory_error, type_error
 from . import dlpack
 from .context import context as context_cls
 from .device import device as device_cls
+from .selectors import default_selector_v, select_device
 
 _KINDS = ("device", "shared", "host")
+
+
+class alloc(enum.Enum):
+    """``sycl.usm.alloc``: the kind of a USM pointer (SYCL 2020 4.8.2)."""
+
+    host = 0
+    device = 1
+    shared = 2
+    unknown = 3
+
+
+class usm:
+    """``sycl.usm``: holds ``sycl.usm.alloc`` as C++'s ``sycl::usm`` namespace does."""
+
+    alloc = alloc
 
 
 def _shape(shape) -> tuple[int, ...]:
@@ -69,12 +97,19 @@ def _nbytes(shape: tuple[int, ...], dtype: np.dtype, desc, kind: str) -> int:
     return n
 
 
-def alloc_on(driver, desc, nbytes: int, kind: str, context_handle):
-    """``driver.alloc`` in ``context_handle`` when the driver takes contexts."""
+def alloc_on(driver, desc, nbytes: int, kind: str, context_handle, alignment: int = 0):
+    """``driver.alloc`` in ``context_handle`` when the driver takes contexts, aligned to
+    ``alignment`` bytes when more than the driver's guaranteed alignment is asked."""
+    kwargs = {}
+    if context_handle is not None:
+        kwargs["context"] = context_handle
+    if alignment > driver.alloc_alignment:
+        if "alignment" not in driver.alloc_options:
+            raise exception(errc.memory_allocation, f"{desc.name}: cannot align USM to "
+                            f"{alignment} bytes (at most {driver.alloc_alignment})")
+        kwargs["alignment"] = alignment
     try:
-        if context_handle is not None:
-            return driver.alloc(desc, nbytes, kind, context=context_handle)
-        return driver.alloc(desc, nbytes, kind)
+        return driver.alloc(desc, nbytes, kind, **kwargs)
     except exception:
         raise
     except MemoryError as e:
@@ -82,17 +117,79 @@ def alloc_on(driver, desc, nbytes: int, kind: str, context_handle):
                         f"memory on {desc.name}: {e}") from None
 
 
+class not_host_accessible(exception, TypeError):
+    """Device USM used as host memory: a ``sycl.exception`` and a ``TypeError``."""
+
+
+# Live allocations by start address (pointer queries): sorted starts and their blocks.
+_starts: list[int] = []
+_blocks: dict[int, "weakref.ref"] = {}
+_blocks_lock = threading.Lock()
+
+
+def _release(driver, alloc, ptr: int) -> None:
+    """The finalizer of a block: forget its address, give the memory back."""
+    with _blocks_lock:
+        if ptr in _blocks:
+            del _blocks[ptr]
+            del _starts[bisect.bisect_left(_starts, ptr)]
+    driver.free(alloc)
+
+
+class _Block:
+    """One allocation. The array, its NumPy views (through ``__array_interface__``, which
+    makes the block their base) and its DLPack exports hold the block; the memory goes
+    back to the backend when the last of them lets go."""
+
+    __slots__ = ("alloc", "ptr", "nbytes", "usm_type", "device", "context", "__weakref__")
+
+    def __init__(self, driver, alloc, nbytes: int, usm_type: str, dev, ctx):
+        self.alloc = alloc
+        self.ptr = int(alloc.ptr)
+        self.nbytes = nbytes
+        self.usm_type = usm_type
+        self.device = dev
+        self.context = ctx
+        finalizer = weakref.finalize(self, _release, driver, alloc, self.ptr)
+        finalizer.atexit = False   # the process gives everything back at exit
+        if self.ptr:
+            with _blocks_lock:
+                if self.ptr not in _blocks:
+                    bisect.insort(_starts, self.ptr)
+                _blocks[self.ptr] = weakref.ref(self)
+
+    @property
+    def __array_interface__(self):
+        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                "strides": None, "version": 3}
+
+    def view(self, dtype, shape) -> np.ndarray:
+        # (a subarray dtype, such as a vec's, adds its dimensions, as NumPy does)
+        return np.ndarray(shape, dtype, buffer=np.asarray(self))
+
+
+def find_allocation(ptr: int):
+    """The live USM block holding address ``ptr``, or None."""
+    with _blocks_lock:
+        i = bisect.bisect_right(_starts, ptr) - 1
+        ref = _blocks.get(_starts[i]) if i >= 0 else None
+    block = ref() if ref is not None else None
+    if block is None or not (block.ptr <= ptr < block.ptr + max(block.nbytes, 1)):
+        return None
+    return block
+
+
 class usm_array:
     """Typed USM memory; ``shape``, ``dtype``, ``nbytes``, ``ptr``, ``usm_type``, ``device``."""
 
-    __slots__ = ("_alloc", "_driver", "_context", "shape", "dtype", "nbytes", "ptr",
+    __slots__ = ("_alloc", "_block", "_driver", "_context", "shape", "dtype", "nbytes", "ptr",
                  "usm_type", "device", "_host", "_karg", "__weakref__")
 
     def __init__(self, *_a, **_k):
         raise exception(errc.invalid, "use sycl.malloc_device/malloc_shared/malloc_host")
 
     @classmethod
-    def _make(cls, shape, dtype, usm_type: str, dev, ctx) -> "usm_array":
+    def _make(cls, shape, dtype, usm_type: str, dev, ctx, alignment: int = 0) -> "usm_array":
         shape = _shape(shape)
         dtype = _dtype(dtype)
         desc = dev._desc
@@ -100,14 +197,19 @@ class usm_array:
         if f"usm_{usm_type}_allocations" not in desc.aspects:
             raise exception(errc.feature_not_supported,
                             f"{dev.name} does not support {usm_type} USM allocations")
+        if alignment and (alignment < 0 or alignment & (alignment - 1)):
+            raise exception(errc.invalid, f"USM alignment must be a power of two, "
+                            f"not {alignment}")
+        dlpack.sweep()   # exports consumers let go of may hold freed memory
         a = object.__new__(cls)
         a._driver = dev.driver
-        a._alloc = alloc_on(a._driver, desc, nbytes, usm_type, ctx.handle)
+        a._alloc = alloc_on(a._driver, desc, nbytes, usm_type, ctx.handle, alignment)
+        a._block = _Block(a._driver, a._alloc, nbytes, usm_type, dev, ctx)
         a._context = ctx
         a.shape = shape
         a.dtype = dtype
         a.nbytes = nbytes
-        a.ptr = int(a._alloc.ptr)
+        a.ptr = a._block.ptr
         a.usm_type = usm_type
         a.device = dev
         a._host = usm_type != "device" or bool(desc.extra.get("host_accessible"))
@@ -139,19 +241,25 @@ class usm_array:
         return self._alloc
 
     def _check_live(self):
-        if not self.ptr and self.nbytes:
+        if self._block is None:
             raise exception(errc.invalid, "this sycl.usm_array was freed")
 
-    # Interop ---------------------------------------------------------------------------
-    @property
-    def __array_interface__(self):
+    def _check_host(self, what: str):
         if not self._host:
-            raise AttributeError("device USM is not host-accessible on this device; "
-                                 "copy it with q.memcpy / q.copy")
+            raise not_host_accessible(
+                errc.invalid, f"{what}: {self.usm_type} USM on {self.device.name!r} is not "
+                "reachable from the host; copy it with a.to_numpy() or q.memcpy(host_array, a)")
         self._check_live()
-        return {"shape": self.shape, "typestr": self.dtype.str,
-                "descr": self.dtype.descr if self.dtype.fields else [("", self.dtype.str)],
-                "data": (self.ptr, False), "strides": None, "version": 3}
+
+    # Interop ---------------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        self._check_host("np.asarray of a sycl.usm_array")
+        view = self._block.view(self.dtype, self.shape)
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            if copy is False:
+                raise ValueError(f"a {self.dtype} sycl.usm_array cannot be viewed as {dtype}")
+            return view.astype(dtype)
+        return view.copy() if copy else view
 
     @property
     def __cuda_array_interface__(self):
@@ -172,27 +280,52 @@ class usm_array:
                               f"not {tuple(dl_device)}")
         self._check_live()
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
-        return dlpack.to_capsule(self, self.ptr, self.shape, self.dtype,
+        return dlpack.to_capsule(self._block, self.ptr, self.shape, self.dtype,
                                  self.__dlpack_device__(), versioned=versioned)
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy view (host-accessible memory) or copy (device memory)."""
         if self._host:
             return np.asarray(self)
+        self._check_live()
         out = np.empty(self.shape, self.dtype)
         self._driver.copy(None, memoryview(out).cast("B"), 0, self._alloc, 0,
                           self.nbytes).wait()
         return out
 
     def __getitem__(self, index):
+        self._check_host("indexing a sycl.usm_array")
         return np.asarray(self)[index]
 
     def __setitem__(self, index, value):
+        self._check_host("assigning into a sycl.usm_array")
         np.asarray(self)[index] = value
+
+    def __reduce__(self):
+        # By value: an address means nothing in another process (or after free).
+        self._check_live()
+        return (_unpickle, (self.device._desc.backend, self.usm_type,
+                            np.array(self.to_numpy(), copy=True)))
 
     def __repr__(self):
         return (f"<sycl.usm_array {self.usm_type} shape={self.shape} dtype={self.dtype} "
                 f"on {self.device.name!r}>")
+
+
+def _unpickle(backend: str, usm_type: str, data: np.ndarray) -> usm_array:
+    """A pickled ``usm_array``: a new allocation of ``usm_type`` on the default device of
+    ``backend`` holding ``data``."""
+    try:
+        dev = select_device(lambda d: default_selector_v(d) if d._desc.backend == backend
+                            else -1)
+    except exception:
+        raise exception(errc.platform, f"cannot unpickle a sycl.usm_array of the {backend} "
+                        f"backend: this process sees no {backend} device") from None
+    a = usm_array._make(data.shape, data.dtype, usm_type, dev, context_cls._default_for(dev))
+    if a.nbytes:
+        a._driver.copy(None, a._alloc, 0, memoryview(np.ascontiguousarray(data)).cast("B"), 0,
+                       a.nbytes).wait()
+    return a
 
 
 def _queue_parts(q, context):
@@ -209,9 +342,9 @@ def _queue_parts(q, context):
                     f"context), not {q!r}")
 
 
-def _malloc(kind: str, shape, dtype, q, context=None) -> usm_array:
+def _malloc(kind: str, shape, dtype, q, context=None, alignment: int = 0) -> usm_array:
     dev, ctx = _queue_parts(q, context)
-    return usm_array._make(shape, dtype, kind, dev, ctx)
+    return usm_array._make(shape, dtype, kind, dev, ctx, alignment)
 
 
 def malloc_device(shape, dtype=np.float32, q=None, context=None) -> usm_array:
@@ -229,18 +362,159 @@ def malloc_host(shape, dtype=np.float32, q=None, context=None) -> usm_array:
     return _malloc("host", shape, dtype, q, context)
 
 
-def malloc(shape, dtype, q, kind="shared", context=None) -> usm_array:
-    """``sycl.malloc(shape, dtype, q, kind)`` with kind ``device``/``shared``/``host``."""
+def _kind(kind) -> str:
     kind = getattr(kind, "name", kind)
     if kind not in _KINDS:
         raise exception(errc.invalid, f"USM kind must be one of {_KINDS}, not {kind!r}")
-    return _malloc(kind, shape, dtype, q, context)
+    return kind
+
+
+def malloc(shape, dtype, q, kind="shared", context=None) -> usm_array:
+    """``sycl.malloc(shape, dtype, q, kind)`` with kind ``device``/``shared``/``host``
+    (or ``sycl.usm.alloc.device`` ...)."""
+    return _malloc(_kind(kind), shape, dtype, q, context)
+
+
+def aligned_alloc_device(alignment: int, shape, dtype=np.float32, q=None,
+                         context=None) -> usm_array:
+    """Device USM whose address is a multiple of ``alignment`` (a power of two)."""
+    return _malloc("device", shape, dtype, q, context, int(alignment))
+
+
+def aligned_alloc_shared(alignment: int, shape, dtype=np.float32, q=None,
+                         context=None) -> usm_array:
+    """Shared USM whose address is a multiple of ``alignment`` (a power of two)."""
+    return _malloc("shared", shape, dtype, q, context, int(alignment))
+
+
+def aligned_alloc_host(alignment: int, shape, dtype=np.float32, q=None,
+                       context=None) -> usm_array:
+    """Host USM whose address is a multiple of ``alignment`` (a power of two)."""
+    return _malloc("host", shape, dtype, q, context, int(alignment))
+
+
+def aligned_alloc(alignment: int, shape, dtype, q, kind="shared",
+                  context=None) -> usm_array:
+    """``sycl.aligned_alloc(alignment, shape, dtype, q, kind)``."""
+    return _malloc(_kind(kind), shape, dtype, q, context, int(alignment))
 
 
 def free(a: usm_array, q=None) -> None:
-    """Release ``a``; using it afterwards is ``errc.invalid``. Freeing twice is harmless."""
+    """Release ``a``; using it afterwards is ``errc.invalid``. Freeing twice is harmless.
+    NumPy views and DLPack exports of ``a`` still alive keep the memory until they die."""
     if not isinstance(a, usm_array):
         raise exception(errc.invalid, f"sycl.free takes a sycl.usm_array, not {type(a).__name__}")
-    if a.ptr or not a.nbytes:
-        a._driver.free(a._alloc)
-        a.ptr = 0
+    a._block = None       # the memory goes when the last view lets go of the block
+    a._alloc = None
+    a._karg = None
+    a.ptr = 0
+
+
+# Pointer queries (SYCL 2020 4.8.4) ----------------------------------------------------
+def _address(ptr) -> int:
+    """The address of ``ptr``: an int, a ``usm_array``, or memory of another library
+    (DLPack, ``__cuda_array_interface__``, ``__array_interface__``)."""
+    if isinstance(ptr, usm_array):
+        return ptr.ptr
+    if isinstance(ptr, (int, np.integer)) and not isinstance(ptr, (bool, np.bool_)):
+        return int(ptr)
+    kind = type(ptr)
+    if hasattr(kind, "__dlpack__"):
+        return dlpack.data_pointer(ptr)
+    for attr in ("__cuda_array_interface__", "__array_interface__"):
+        if hasattr(kind, attr):
+            return int(getattr(ptr, attr)["data"][0])
+    raise _pointer_error(errc.invalid, f"not a pointer: {type(ptr).__name__} (expected an "
+                         "address, a sycl.usm_array or an array exposing DLPack)")
+
+
+class _pointer_error(exception, TypeError):
+    """A pointer query given something that is not a pointer."""
+
+
+def _check_context(ctx) -> None:
+    if not isinstance(ctx, context_cls):
+        raise _pointer_error(errc.invalid, f"the second argument must be a sycl.context, "
+                             f"not {type(ctx).__name__}")
+
+
+def _allocation_in(ptr, ctx):
+    """The live block holding ``ptr`` if it was allocated in ``ctx``, else None."""
+    _check_context(ctx)
+    address = _address(ptr)
+    block = find_allocation(address) if address else None
+    if block is None:
+        return None
+    owner = block.context
+    if owner is ctx or (owner._is_default and ctx._is_default and
+                        owner.get_platform() == ctx.get_platform()):
+        return block
+    return None
+
+
+def get_pointer_type(ptr, ctx) -> alloc:
+    """``sycl.get_pointer_type(ptr, ctx)``: ``sycl.usm.alloc.host/device/shared``, or
+    ``unknown`` for memory not allocated as USM in ``ctx`` (freed memory included)."""
+    block = _allocation_in(ptr, ctx)
+    return alloc.unknown if block is None else alloc[block.usm_type]
+
+
+def get_pointer_device(ptr, ctx):
+    """``sycl.get_pointer_device(ptr, ctx)``: the device of a device or shared
+    allocation; for host USM the first device of ``ctx``. ``errc.invalid`` for memory
+    not allocated in ``ctx``."""
+    block = _allocation_in(ptr, ctx)
+    if block is None:
+        raise exception(errc.invalid, "get_pointer_device: the pointer is not USM "
+                        "allocated in this context")
+    return ctx.get_devices()[0] if block.usm_type == "host" else block.device
+
+
+class usm_allocator:
+    """``sycl.usm_allocator(dtype, kind, q, alignment=0)`` (or ``(dtype, kind, ctx, dev)``):
+    a standard-library-style allocator of USM of one kind (host or shared, as in SYCL
+    2020 4.8.3.7: device memory is not host-reachable), ``allocate(n)`` ->
+    ``usm_array`` of ``n`` elements, ``deallocate(a)``.
+
+    >>> import numpy as np, pysycl as sycl
+    >>> al = sycl.usm_allocator(np.int32, sycl.usm.alloc.shared, sycl.queue())
+    >>> a = al.allocate(4); a[:] = 7; a.to_numpy().tolist()
+    [7, 7, 7, 7]
+    >>> al.deallocate(a, 4)
+    """
+
+    __slots__ = ("dtype", "kind", "_device", "_context", "alignment")
+
+    def __init__(self, dtype, kind, q_or_context, dev=None, alignment: int = 0):
+        kind = _kind(kind)
+        if kind == "device":
+            raise exception(errc.invalid, "usm_allocator of device memory: the host cannot "
+                            "reach it (SYCL 2020 4.8.3.7); use host or shared")
+        self.dtype = np.dtype(dtype)
+        self.kind = alloc[kind]
+        if isinstance(q_or_context, context_cls):
+            dev = dev if dev is not None else q_or_context.get_devices()[0]
+            self._device, self._context = _queue_parts(dev, q_or_context)
+        else:
+            self._device, self._context = _queue_parts(q_or_context, None)
+        self.alignment = int(alignment)
+
+    def allocate(self, count: int) -> usm_array:
+        return usm_array._make(int(count), self.dtype, self.kind.name, self._device,
+                               self._context, self.alignment)
+
+    def deallocate(self, a: usm_array, count: int | None = None) -> None:
+        free(a)
+
+    def get_context(self):
+        return self._context
+
+    def get_device(self):
+        return self._device
+
+    def __eq__(self, other):
+        return isinstance(other, usm_allocator) and (self.kind, self._context) == \
+            (other.kind, other._context)
+
+    def __hash__(self):
+        return hash((self.kind, id(self._context)))

@@ -601,6 +601,8 @@ class CudaDriver(Driver):
     # launches without asking the driver (a cuStreamQuery per launch cost ~1 us), and
     # finds completion when someone asks (event.status, wait).
     launch_tokens_pending = True
+    # cuMemAlloc and cuMemAllocManaged align to 256 bytes (pinned host memory to a page).
+    alloc_alignment = 256
 
     # Discovery ------------------------------------------------------------------------
     def discover(self) -> list[DeviceDescription]:

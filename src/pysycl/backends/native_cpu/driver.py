@@ -44,13 +44,14 @@ ASPECTS = frozenset({
 
 
 class HostAllocation:
-    """A 64-byte aligned block of host memory kept alive by a NumPy array."""
+    """An aligned (64 bytes, or ``alignment``) block of host memory kept alive by a NumPy
+    array."""
 
     __slots__ = ("kind", "nbytes", "ptr", "_storage", "_view")
 
-    def __init__(self, nbytes: int, kind: str):
-        raw = np.empty(max(nbytes, 1) + ALIGNMENT, dtype=np.uint8)
-        start = (-raw.ctypes.data) % ALIGNMENT
+    def __init__(self, nbytes: int, kind: str, alignment: int = ALIGNMENT):
+        raw = np.empty(max(nbytes, 1) + alignment, dtype=np.uint8)
+        start = (-raw.ctypes.data) % alignment
         self._storage = raw
         self._view = raw[start:start + nbytes]
         self.ptr = raw.ctypes.data + start
@@ -166,6 +167,8 @@ class NativeCpuDriver(Driver):
     # so the runtime never needs to look at a stream's order; say False so it always
     # checks tokens instead of assuming one.
     streams_in_order = False
+    alloc_alignment = ALIGNMENT
+    alloc_options = frozenset({"alignment"})
     # Set once the executor is warmed up (create_stream).
     _warm = False
 
@@ -181,8 +184,9 @@ class NativeCpuDriver(Driver):
             handle=0, extra={"host_accessible": True})]
 
     # Memory ---------------------------------------------------------------------------
-    def alloc(self, device: DeviceDescription, nbytes: int, kind: str) -> HostAllocation:
-        return HostAllocation(int(nbytes), kind)
+    def alloc(self, device: DeviceDescription, nbytes: int, kind: str,
+              alignment: int = ALIGNMENT) -> HostAllocation:
+        return HostAllocation(int(nbytes), kind, max(int(alignment), ALIGNMENT))
 
     def free(self, allocation: Any) -> None:
         # NumPy owns the block; dropping the view frees it once no array refers to it.

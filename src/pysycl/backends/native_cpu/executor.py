@@ -393,6 +393,26 @@ class NativeExecutor:
         return NativeProgram(tracker, kernels, self.pool, flag)
 
 
+# Trackers of the host helper functions below: kept for the life of the process, because
+# C code (a DLPack consumer) may call them at any time.
+_host_functions: list = []
+
+
+def link_host_functions(llvm_ir: str, names: Sequence[str]) -> dict[str, int]:
+    """Link C-callable host functions written as LLVM IR into the process's LLJIT and
+    return their addresses by name. Symbols of the current process (Python's C API,
+    libc) resolve. The code is never unloaded."""
+    builder = llvm.JITLibraryBuilder().add_ir(llvm_ir).add_current_process()
+    for name in names:
+        builder.export_symbol(name)
+    try:
+        tracker = builder.link(_lljit(), f"pysycl_host_{next(_library_ids)}")
+    except RuntimeError as e:
+        raise exception(errc.build, f"linking host helper functions failed: {e}") from None
+    _host_functions.append(tracker)
+    return {name: int(tracker[name]) for name in names}
+
+
 _default: NativeExecutor | None = None
 
 

@@ -254,6 +254,7 @@ class OpenCLDriver(Driver):
     spec_buffer_kind = "buffer"
     # Intel's CPU runtime builds SPIR-V for ~200 ms in a fresh process: keep its binaries.
     compiles_at_load = True
+    alloc_options = frozenset({"alignment"})
 
     def __init__(self, prefer_svm: bool = False):
         # prefer_svm: use SVM even where Intel USM exists (tests the fallback path).
