@@ -33,7 +33,8 @@ from ..errors import errc, exception, memory_error, type_error
 from . import dlpack
 from .context import context as context_cls
 from .device import device as device_cls
-from .selectors import default_selector_v, select_device
+from .device import select_device
+from .selectors import default_selector_v
 
 _KINDS = ("device", "shared", "host")
 
