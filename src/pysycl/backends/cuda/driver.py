@@ -413,8 +413,9 @@ class CudaKernel:
             if stream.profiling:
                 submit = time.perf_counter_ns()
                 start = stream.timing_event()
+            # An empty range (SYCL allows it) runs nothing; CUDA refuses a 0 grid.
             err = cu.cuLaunchKernel(self.function, gx, gy, gz, bx, by, bz, shared,
-                                    stream.handle, packer.params, 0)[0]
+                                    stream.handle, packer.params, 0)[0] if gx * gy * gz else 0
         if err != 0:
             _fail(err, f"launch of kernel {self.name!r} (grid {gx}x{gy}x{gz}, "
                   f"block {bx}x{by}x{bz}, {shared} B local)")
@@ -456,10 +457,13 @@ class CudaKernel:
                 else:
                     if shared > self._dynamic_limit:
                         self._allow_dynamic_shared(shared)
-                    call = (fn, *grid(global_size, local_size), shared, handle,
-                            packer.params, 0)
+                    geometry = grid(global_size, local_size)
+                    # None: an empty range (SYCL allows it) runs nothing; CUDA refuses a
+                    # 0 grid.
+                    call = (fn, *geometry, shared, handle, packer.params, 0) \
+                        if geometry[0] * geometry[1] * geometry[2] else None
                     last[:] = global_size, local_size, shared, packer, call
-                err = launch_kernel(*call)[0]
+                err = launch_kernel(*call)[0] if call is not None else 0
             finally:
                 release()
             if err:
