@@ -29,8 +29,8 @@ from .errors import compile_error, errc, exception
 from .properties import (alignment, aspect, device_has, device_image_scope, host_access,
                          host_access_mode, implement_in_csr, init_mode, init_mode_enum,
                          max_linear_work_group_size, max_work_group_size, no_init, properties,
-                         property, restrict, spec_constant_lowering, sub_group_size,
-                         work_group_size, work_group_size_hint)
+                         property, property_list, restrict, spec_constant_lowering,
+                         sub_group_size, work_group_size, work_group_size_hint)
 from .types import (access_mode, annotated_ptr, global_ptr, kernel_handler, memory_order,
                     memory_scope, read_only, read_write, struct, vec, write_only)
 from . import detail
@@ -272,7 +272,7 @@ __all__ = sorted({
     "exception", "errc", "compile_error", "kernel", "device", "struct", "vec",
     "global_ptr", "annotated_ptr", "spec_constant", "kernel_handler", "access_mode",
     "read_only", "write_only", "read_write", "memory_order", "memory_scope", "detail",
-    "properties", "property", "work_group_size", "work_group_size_hint", "sub_group_size",
+    "properties", "property", "property_list", "work_group_size", "work_group_size_hint", "sub_group_size",
     "device_has", "max_work_group_size", "max_linear_work_group_size", "restrict",
     "alignment", "device_image_scope", "host_access", "host_access_mode", "init_mode",
     "init_mode_enum", "implement_in_csr", "no_init", "aspect", "spec_constant_lowering",

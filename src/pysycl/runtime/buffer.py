@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import types
 from ..errors import errc, exception
+from ..properties import runtime as rt_props
 from ..properties.arguments import no_init_key
 from .event import USER, complete, new_event
 from .ranges import id as id_
@@ -62,7 +63,11 @@ class buffer:
     __reduce__ = not_picklable("buffer", "send its data (np.array(sycl.host_accessor(buf))) "
                                "and make a new buffer there")
 
-    def __init__(self, data=None, dtype=None, *, shape=None):
+    def __init__(self, data=None, dtype=None, *, shape=None, properties=None):
+        if rt_props.is_property_list(dtype):      # buffer(array, property_list), as in C++
+            dtype, properties = None, rt_props.as_properties(dtype).merge(
+                rt_props.as_properties(properties))
+        self._properties = rt_props.buffer_properties(properties, data)
         if shape is not None:
             data = shape
         if isinstance(data, np.ndarray):
@@ -91,6 +96,14 @@ class buffer:
         self._closed = False
 
     # Info ------------------------------------------------------------------------------
+    def has_property(self, key) -> bool:
+        """``buf.has_property(sycl.property.buffer.use_host_ptr)``."""
+        return rt_props.has_named(self._properties, key)
+
+    def get_property(self, key):
+        """The buffer's property of class ``key``; ``errc.invalid`` if it has none."""
+        return self._properties.get_property(key)
+
     def get_range(self):
         return range_(*self.shape) if self.shape else range_(1)
 
@@ -199,7 +212,8 @@ class buffer:
         self._wait_all()
         self._make_host_valid()
         if self._user is not None:
-            np.copyto(self._user, self._host.reshape(self._user.shape))
+            with rt_props.host_lock(self._properties):
+                np.copyto(self._user, self._host.reshape(self._user.shape))
         for driver, mem, _ in self._device_mem.values():
             driver.free(mem)
         self._device_mem.clear()
@@ -246,6 +260,7 @@ class accessor:
                             f"{self._offset} exceeds the buffer's {shape}")
         self._cgh = cgh
         if cgh is not None:
+            rt_props.check_context_bound(buf._properties, cgh._queue.get_context())
             cgh._add_accessor(self)
 
     def __class_getitem__(cls, params):

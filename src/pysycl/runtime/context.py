@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 from ..errors import errc, exception
+from ..properties import runtime as rt_props
 from .device import device
 from .info import get_info
 from .pickling import not_picklable
@@ -23,10 +24,13 @@ class context:
 
     __reduce__ = not_picklable("context", "make a new sycl.context in the other process")
 
-    __slots__ = ("_devices", "_handle", "_driver", "_is_default", "__weakref__")
+    __slots__ = ("_devices", "_handle", "_driver", "_is_default", "_properties", "__weakref__")
     _defaults: dict = {}
 
-    def __init__(self, devices=None, async_handler=None):
+    def __init__(self, devices=None, async_handler=None, properties=None):
+        if rt_props.is_property_list(async_handler):   # context(dev, property_list)
+            async_handler, properties = None, async_handler
+        self._properties = rt_props.properties_for(properties, "context", "sycl.context")
         if devices is None or callable(devices) and not isinstance(devices, device):
             devices = [device(devices)]
         elif isinstance(devices, device):
@@ -60,8 +64,16 @@ class context:
                     ctx._driver = dev.driver
                     ctx._handle = None  # drivers use their per-platform default
                     ctx._is_default = True
+                    ctx._properties = rt_props.property_list()
                     cls._defaults[dev] = ctx
         return ctx
+
+    def has_property(self, key) -> bool:
+        return rt_props.has_named(self._properties, key)
+
+    def get_property(self, key):
+        """The context's property of class ``key``; ``errc.invalid`` if it has none."""
+        return self._properties.get_property(key)
 
     def get_devices(self) -> list[device]:
         return list(self._devices)

@@ -19,6 +19,7 @@ import threading
 from threading import get_ident as _get_ident
 
 from ..errors import errc, exception
+from ..properties import runtime as rt_props
 from . import args as args_mod
 from .context import context as context_cls
 from .device import device as device_cls
@@ -79,10 +80,12 @@ class queue:
             dev = dev_or_selector
         else:
             dev = device_cls(dev_or_selector)
-        if properties:
-            in_order = in_order or bool(getattr(properties, "in_order", False))
-            enable_profiling = enable_profiling or bool(
-                getattr(properties, "enable_profiling", False))
+        if rt_props.is_property_list(context):   # queue(dev, property_list), as in C++
+            context, properties = None, rt_props.as_properties(context).merge(
+                rt_props.as_properties(properties))
+        self._properties = rt_props.queue_properties(properties, in_order, enable_profiling)
+        in_order = self._properties.has_property(rt_props.in_order)
+        enable_profiling = self._properties.has_property(rt_props.enable_profiling)
         if context is None:
             context = context_cls._default_for(dev)
         elif not context._contains(dev):
@@ -160,9 +163,13 @@ class queue:
     def is_in_order(self) -> bool:
         return self._in_order
 
-    def has_property(self, name) -> bool:
-        name = getattr(name, "__name__", name)
-        return {"in_order": self._in_order, "enable_profiling": self._profiling}.get(name, False)
+    def has_property(self, key) -> bool:
+        """``q.has_property(sycl.property.queue.in_order)`` (or the name ``"in_order"``)."""
+        return rt_props.has_named(self._properties, key)
+
+    def get_property(self, key):
+        """The queue's property of class ``key``; ``errc.invalid`` if it has none."""
+        return self._properties.get_property(key)
 
     def get_backend(self):
         return self._device.backend
