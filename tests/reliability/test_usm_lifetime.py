@@ -76,3 +76,28 @@ def test_free_is_idempotent_and_use_after_free_is_refused(queue):
         with pytest.raises(sycl.exception) as e:
             use()
         assert e.value.code() == sycl.errc.invalid
+
+
+def test_pending_commands_keep_dropped_memory(device, run_python):
+    # Commands still waiting for a dependency hold the memory of an array the program
+    # already dropped; nothing else gets its address meanwhile.
+    out = run_python("""
+        import threading
+        q = sycl.queue(dev, in_order=True)
+        ref = np.random.default_rng(6).random(1 << 16)
+        out = np.zeros_like(ref)
+        gate = threading.Event()
+        q.host_task(lambda: gate.wait(60))
+        a = sycl.malloc_device(ref.shape, np.float64, q)
+        q.copy(ref, a)
+        q.copy(a, out)
+        del a
+        gc.collect()
+        others = [sycl.malloc_device(ref.shape, np.float64, dev) for _ in range(8)]
+        for b in others:
+            sycl.queue(dev).fill(b, -1.0).wait()
+        gate.set()
+        q.wait()
+        print(bool((out == ref).all()))
+    """, device_prelude(device))
+    assert out.split()[-1] == "True"

@@ -205,7 +205,9 @@ class Driver(abc.ABC):
     def alloc(self, device: DeviceDescription, nbytes: int, kind: str) -> Any:
         """kind: "device", "shared", "host" (USM) or "buffer". Returns an allocation
         object with ``.ptr`` (int, may be 0 for buffer-only backends) and
-        ``.host_view()`` -> memoryview or None when not host-accessible."""
+        ``.host_view()`` -> memoryview or None when not host-accessible. The runtime
+        frees USM when the object is collected: it must take weak references, and
+        ``free`` of a shallow copy (``copy.copy``) must release the memory."""
 
     @abc.abstractmethod
     def free(self, allocation: Any) -> None: ...

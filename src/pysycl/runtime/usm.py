@@ -22,6 +22,7 @@ the same kind on the default device of the same backend.
 from __future__ import annotations
 
 import bisect
+import copy
 import enum
 import threading
 import weakref
@@ -129,7 +130,8 @@ _blocks_lock = threading.Lock()
 
 
 def _release(driver, alloc, ptr: int) -> None:
-    """The finalizer of a block: forget its address, give the memory back."""
+    """Give the memory back (``alloc`` is a copy of the collected allocation object) and
+    forget its address."""
     with _blocks_lock:
         if ptr in _blocks:
             del _blocks[ptr]
@@ -137,10 +139,17 @@ def _release(driver, alloc, ptr: int) -> None:
     driver.free(alloc)
 
 
+def _free_when_collected(driver, alloc) -> None:
+    """Free ``alloc`` when the allocation object itself is collected: whatever still uses
+    the memory (an array, a view, a command not yet run, a kernel argument) holds it."""
+    finalizer = weakref.finalize(alloc, _release, driver, copy.copy(alloc), int(alloc.ptr))
+    finalizer.atexit = False   # the process gives everything back at exit
+
+
 class _Block:
     """One allocation. The array, its NumPy views (through ``__array_interface__``, which
-    makes the block their base) and its DLPack exports hold the block; the memory goes
-    back to the backend when the last of them lets go."""
+    makes the block their base) and its DLPack exports hold the block, the block holds
+    the allocation object; commands hold that object until they are done."""
 
     __slots__ = ("alloc", "ptr", "nbytes", "usm_type", "device", "context", "__weakref__")
 
@@ -151,8 +160,7 @@ class _Block:
         self.usm_type = usm_type
         self.device = dev
         self.context = ctx
-        finalizer = weakref.finalize(self, _release, driver, alloc, self.ptr)
-        finalizer.atexit = False   # the process gives everything back at exit
+        _free_when_collected(driver, alloc)
         if self.ptr:
             with _blocks_lock:
                 if self.ptr not in _blocks:

@@ -220,7 +220,7 @@ class CudaToken:
 class CudaAllocation:
     """USM memory: ``ptr`` is a unified virtual address usable by kernels and copies."""
 
-    __slots__ = ("ptr", "nbytes", "kind", "device", "_view")
+    __slots__ = ("ptr", "nbytes", "kind", "device", "_view", "__weakref__")
 
     def __init__(self, ptr: int, nbytes: int, kind: str, device: CudaDevice):
         self.ptr, self.nbytes, self.kind, self.device = ptr, nbytes, kind, device

@@ -47,7 +47,7 @@ class HostAllocation:
     """An aligned (64 bytes, or ``alignment``) block of host memory kept alive by a NumPy
     array."""
 
-    __slots__ = ("kind", "nbytes", "ptr", "_storage", "_view")
+    __slots__ = ("kind", "nbytes", "ptr", "_storage", "_view", "__weakref__")
 
     def __init__(self, nbytes: int, kind: str, alignment: int = ALIGNMENT):
         raw = np.empty(max(nbytes, 1) + alignment, dtype=np.uint8)
