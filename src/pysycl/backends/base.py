@@ -53,7 +53,8 @@ class Target(FrozenValue):
     semantics: _records.py.)"""
 
     __slots__ = _fields = ("name", "backend", "triple", "data_layout", "binary_format",
-                           "address_spaces", "cpu", "features", "native_spec_constants")
+                           "address_spaces", "cpu", "features", "native_spec_constants",
+                           "sub_group_sizes")
     name: str                 # "native_cpu", "spirv64", "nvptx64-sm_90"
     backend: str              # "native_cpu", "opencl", "cuda"
     triple: str
@@ -64,10 +65,14 @@ class Target(FrozenValue):
     features: str
     # A device image in this format can take spec-constant values after codegen.
     native_spec_constants: bool
+    # The sub-group sizes every device of this target has (ahead-of-time builds leave
+    # out kernels that require another); None: it depends on the device.
+    sub_group_sizes: tuple[int, ...] | None
 
     def __init__(self, name: str, backend: str, triple: str, data_layout: str,
                  binary_format: str, address_spaces: Mapping[AddressSpace, int],
-                 cpu: str = "", features: str = "", native_spec_constants: bool = False):
+                 cpu: str = "", features: str = "", native_spec_constants: bool = False,
+                 sub_group_sizes: tuple[int, ...] | None = None):
         _set(self, "name", name)
         _set(self, "backend", backend)
         _set(self, "triple", triple)
@@ -77,6 +82,7 @@ class Target(FrozenValue):
         _set(self, "cpu", cpu)
         _set(self, "features", features)
         _set(self, "native_spec_constants", native_spec_constants)
+        _set(self, "sub_group_sizes", sub_group_sizes)
 
     def addrspace(self, space: AddressSpace) -> int:
         return self.address_spaces[space]

@@ -4,6 +4,8 @@
 ``compile_modules`` turns the kernels and ``@sycl.external`` functions of Python modules
 into a kernel bundle without any device:
 
+* ``state="input"``: the modules' input images (pysycl IR), to be built after loading
+  with spec-constant values set on the loaded bundle;
 * ``state="object"``: one object image per kernel plus one library image per module
   that exports functions (verified, optimised pysycl IR; imports stay unresolved and
   are resolved when the file is linked, possibly with another module's object file);
@@ -12,7 +14,9 @@ into a kernel bundle without any device:
   ``errc.build`` naming it), then each kernel is built for every target of the list:
   ``native_cpu`` (host object code for this machine's CPU), ``spirv64`` (SPIR-V) and
   ``nvptx64-sm_XX`` (PTX). Ahead-of-time images take spec constants *emulated* (a
-  buffer argument, SYCL 2020's AOT model), so values still apply after loading.
+  buffer argument, SYCL 2020's AOT model), so values still apply after loading. A
+  kernel that does not fit a target (a required sub-group size the target's devices
+  do not have) is left out of that target's images.
 
 The result is a ``kernel_bundle`` with no context (its images name their target, not a
 device); ``save_kernel_bundle`` writes it and ``load_kernel_bundle(ctx, path)`` binds
@@ -31,7 +35,7 @@ from ..backends import registry
 from ..errors import errc, exception
 from . import property_sets as ps
 from . import syclbin
-from .device_image import bundle_state, device_image
+from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle
 from .kernel_id import get_kernel_id, registered_kernels
 from .linker import build_executable, link_objects
@@ -53,6 +57,16 @@ class TargetOnly:
     @property
     def name(self) -> str:
         return f"{self.target.name} (ahead of time)"
+
+    def has(self, aspect) -> bool:
+        """Aspects are a device's: unknown ahead of time, so a kernel that needs one
+        is built (and refused at launch on a device without it)."""
+        return True
+
+    @property
+    def sub_group_sizes(self):
+        """What every device of the target has (``None``: unknown until a device)."""
+        return self.target.sub_group_sizes
 
     def __eq__(self, other):
         return type(other) is TargetOnly and other.target.name == self.target.name
@@ -112,21 +126,36 @@ def module_images(module_names: Sequence[str]) -> list[device_image]:
 def compile_modules(modules, targets: Iterable[str] = ("native_cpu",),
                     state: str | bundle_state = "executable") -> kernel_bundle:
     """The kernel bundle of ``modules`` (module objects or names, already imported) in
-    ``state`` (``"object"`` or ``"executable"``) for ``targets`` (see module doc)."""
+    ``state`` (``"input"``, ``"object"`` or ``"executable"``) for ``targets`` (see
+    module doc)."""
     names = list(dict.fromkeys(_module_name(m) for m in modules))
     if not names:
         raise exception(errc.invalid, "compile_modules needs at least one module")
-    state = state if isinstance(state, bundle_state) else bundle_state[str(state)]
-    if state is bundle_state.input:
-        raise exception(errc.invalid, "ahead-of-time bundles are in object or executable state")
+    if not isinstance(state, bundle_state):
+        try:
+            state = bundle_state[str(state)]
+        except KeyError:
+            raise exception(errc.invalid, f"unknown bundle state {state!r} (input, object "
+                                          "or executable)") from None
     target_list = resolve_targets(targets)
     own = module_images(names)
+    if state is bundle_state.input:
+        return kernel_bundle(None, [], bundle_state.input, own)
     if state is bundle_state.object:
         return kernel_bundle(None, [], bundle_state.object, [object_image(i) for i in own])
     objects = [object_image(i) for i in own + [lib for lib in libraries_for(own) if lib not in own]]
-    linked = link_objects(objects)
-    images = [build_executable(lk, [TargetOnly(t)], AOT_SPEC_CONSTANT_LOWERING, None)
-              for t in target_list for lk in linked]
+    images = []
+    for lk in link_objects(objects):
+        fits = [TargetOnly(t) for t in target_list
+                if kernel_compatible(lk.module.function(lk.name), TargetOnly(t))]
+        if not fits:
+            raise exception(errc.kernel_not_supported,
+                            f"kernel {lk.name} fits none of the targets "
+                            f"{', '.join(t.name for t in target_list)} (its required "
+                            "sub-group size is not theirs)")
+        # A kernel that does not fit a target is left out of that target's images: a
+        # launch there is errc.kernel_not_supported, the other targets still have it.
+        images += [build_executable(lk, [t], AOT_SPEC_CONSTANT_LOWERING, None) for t in fits]
     return kernel_bundle(None, [], bundle_state.executable, images)
 
 

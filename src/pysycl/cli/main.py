@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("sources", nargs="+", help="FILE.py or module name (imported)")
     comp.add_argument("--target", default="native_cpu",
                       help="comma list: native_cpu, spirv64, nvptx64-sm_90")
-    comp.add_argument("--state", choices=("object", "executable"), default="executable")
+    comp.add_argument("--state", choices=("input", "object", "executable"), default="executable")
     comp.add_argument("-o", "--output", required=True)
 
     sub.add_parser("inspect", help="show a bundle file").add_argument("file")

@@ -80,7 +80,7 @@ def test_bad_arguments(env):
     for mods, targets, state in (([MOD_K], ["vax"], "executable"), ([MOD_K], [], "executable"),
                                  (["no_such_module_here"], ["native_cpu"], "object"),
                                  ([], ["native_cpu"], "object"),
-                                 ([MOD_K], ["native_cpu"], "input")):
+                                 ([MOD_K], ["native_cpu"], "nonsense")):
         with pytest.raises(exception) as e:
             aot.compile_modules(mods, targets, state)
         assert e.value.code() is errc.invalid

@@ -39,7 +39,8 @@ def native_cpu_target() -> Target:
     return Target(name="native_cpu", backend="native_cpu", triple=llvm.get_process_triple(),
                   data_layout=str(tm.target_data), binary_format="object",
                   address_spaces=dict(_ADDRESS_SPACES), cpu=llvm.get_host_cpu_name(),
-                  features=llvm.get_host_cpu_features().flatten(), native_spec_constants=False)
+                  features=llvm.get_host_cpu_features().flatten(), native_spec_constants=False,
+                  sub_group_sizes=(1,))
 
 
 def entry_symbol(kernel_name: str) -> str:

@@ -1,0 +1,77 @@
+"""Ahead-of-time bundles for a list of targets (real toolchain): a kernel that does
+not fit a target is left out of that target's images (errc.kernel_not_supported when
+launched there) while the other targets build; input-state files take spec-constant
+values after loading."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pysycl as sycl
+from pysycl.bundle import aot
+
+sys.path.insert(0, os.path.dirname(__file__))
+import aot_targets_mod as mod  # noqa: E402
+
+TARGETS = ["native_cpu", "spirv64", "nvptx64-sm_90"]
+
+
+def _devices():
+    return [d for p in sycl.platform.get_platforms() for d in p.get_devices()]
+
+
+def _run(q, kernel, bundle, nd=False):
+    x = np.random.default_rng(3).integers(-100, 100, 64).astype(np.int32)
+    dx = sycl.malloc_shared(64, np.int32, q)
+    try:
+        np.asarray(dx)[:] = x
+        rng = sycl.nd_range(64, 16) if nd else sycl.range(64)
+        q.submit(lambda h: (h.use_kernel_bundle(bundle), h.parallel_for(rng, kernel, dx))).wait()
+        return x, np.asarray(dx).copy()
+    finally:
+        sycl.free(dx, q)
+
+
+def test_kernel_left_out_of_targets_it_does_not_fit(tmp_path):
+    kb = aot.compile_modules([mod], TARGETS, "executable")
+    where = {}
+    for img in kb:
+        for kid in img.get_kernel_ids():
+            where.setdefault(kid.get_name(), set()).add(img.target)
+    assert where["aot_targets.plain"] == {"native_cpu", "spirv64", "nvptx64-sm_90"}
+    assert where["aot_targets.sg16"] == {"spirv64"}      # no 16-wide sub-groups elsewhere
+    path = tmp_path / "all.syclbin"
+    sycl.save_kernel_bundle(kb, path)
+    for dev in _devices():
+        q = sycl.queue(dev)
+        loaded = sycl.load_kernel_bundle(q.get_context(), path)
+        x, out = _run(q, mod.plain, loaded)
+        np.testing.assert_array_equal(out, x * 2)
+        if 16 in dev.get_info(sycl.info.device.sub_group_sizes):
+            x, out = _run(q, mod.sg16, loaded, nd=True)
+            np.testing.assert_array_equal(out, x + 1)
+        else:
+            with pytest.raises(sycl.exception) as info:
+                _run(q, mod.sg16, loaded, nd=True)
+            assert info.value.code() == sycl.errc.kernel_not_supported
+
+
+def test_kernel_that_fits_no_target_is_refused():
+    with pytest.raises(sycl.exception) as info:
+        aot.compile_modules([mod], ["native_cpu", "nvptx64-sm_90"], "executable")
+    assert info.value.code() == sycl.errc.kernel_not_supported
+    assert "aot_targets.sg16" in str(info.value)
+
+
+def test_input_state_file_takes_spec_constant_values(tmp_path):
+    kb = aot.compile_modules([mod], ["native_cpu"], "input")
+    assert kb.state is sycl.bundle_state.input
+    path = tmp_path / "in.syclbin"
+    sycl.save_kernel_bundle(kb, path)
+    for dev in _devices():
+        q = sycl.queue(dev)
+        inp = sycl.load_kernel_bundle(q.get_context(), path, sycl.bundle_state.input)
+        inp.set_specialization_constant(mod.offset_id, 1234)
+        x, out = _run(q, mod.offset, sycl.build(inp))
+        np.testing.assert_array_equal(out, x + 1234)
