@@ -202,6 +202,20 @@ def get_compiler(target_name: str) -> Compiler:
     return compiler
 
 
+def required_cpu_features(target: Target) -> tuple[str, ...]:
+    """The host CPU features code made for ``target`` may use (a backend's
+    ``target.py`` may define ``required_features(target)``; none otherwise)."""
+    module = importlib.import_module(f"{_PACKAGE}.{backend_of_target(target.name)}.target")
+    fn = getattr(module, "required_features", None)
+    return tuple(fn(target)) if fn is not None else ()
+
+
+def host_cpu_features() -> frozenset[str]:
+    """The features of this machine's CPU (LLVM's names, e.g. ``avx2``)."""
+    features = get_target("native_cpu").features
+    return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
+
+
 def get_lowering(target_name: str):
     """The codegen ``TargetLowering`` of a target, from its backend's ``lowering.py``.
 

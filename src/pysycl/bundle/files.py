@@ -43,6 +43,12 @@ def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.Abstra
     info = {"target": img.target.encode(), "format": img.format.encode()}
     if img.spec_constant_lowering:
         info["spec_constant_lowering"] = img.spec_constant_lowering.encode()
+    target = img._target_obj
+    if img.binary is not None and getattr(target, "backend", None) == "native_cpu":
+        # Host code may use any feature of the CPU it was made for: a loader checks
+        # its own CPU has them all (else SIGILL at the first launch).
+        info["cpu"] = target.cpu.encode()
+        info["cpu_features"] = ",".join(toolchain.required_cpu_features(target)).encode()
     reg.add_set(IMAGE_SET, info)
     used = set(img.spec_constants_used())
     vals = {uid: raw for uid, raw in values.items() if uid in used and raw}
@@ -171,7 +177,24 @@ def _binaries(am: syclbin.AbstractModule, pysycl_file: bool) -> list[tuple[str, 
 def _devices_for(target: str, devices) -> list:
     if target == "spirv":
         return [d for d in devices if toolchain.device_target(d).binary_format == "spirv"]
+    if target.startswith("native_cpu"):   # this CPU's or a generic CPU level's code
+        target = "native_cpu"
     return [d for d in devices if toolchain.device_target_name(d) == target]
+
+
+def _check_cpu_features(reg: ps.PropertySetRegistry) -> None:
+    """Refuse host code that needs CPU features this machine lacks (it would die with
+    SIGILL at its first launch)."""
+    needed = _text(reg, "cpu_features")
+    if not needed:
+        return
+    missing = sorted(set(needed.split(",")) - toolchain.host_cpu_features())
+    if missing:
+        raise exception(errc.feature_not_supported,
+                        f"bundle file: its native_cpu image was built for CPU "
+                        f"{_text(reg, 'cpu', '?')} and needs CPU features this CPU lacks: "
+                        f"{', '.join(missing)}; build the file for a generic CPU level "
+                        "(pysycl compile --cpu x86-64-v2) to run it on other CPUs")
 
 
 def _load_image(am, reg, state: bundle_state, devices) -> device_image | None:
@@ -197,6 +220,8 @@ def _load_image(am, reg, state: bundle_state, devices) -> device_image | None:
     devs = _devices_for(target if name == "spirv" and target else name, devices)
     if not devs:
         return None
+    if fmt == "object":
+        _check_cpu_features(reg)
     if module is None:
         module = _metadata_module(reg)
     # SPIR-V from DPC++ takes its spec constants natively, by SpecId (the leaf IDs

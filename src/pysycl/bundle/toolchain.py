@@ -65,6 +65,15 @@ def device_target_name(dev) -> str:
     return device_target(dev).name
 
 
+def required_cpu_features(target) -> tuple[str, ...]:
+    """The host CPU features code made for ``target`` may use (native CPU targets)."""
+    return registry.required_cpu_features(target)
+
+
+def host_cpu_features() -> frozenset[str]:
+    return registry.host_cpu_features()
+
+
 def device_has(dev, aspect) -> bool:
     """``dev.has(aspect)``; a ``DeviceDescription`` answers from its aspect names."""
     has = getattr(dev, "has", None)

@@ -150,7 +150,7 @@ def cmd_compile(args) -> int:
 
     modules = [_import_source(s) for s in args.sources]
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
-    kb = aot.compile_modules(modules, targets, args.state)
+    kb = aot.compile_modules(modules, targets, args.state, cpu=args.cpu)
     sycl.save_kernel_bundle(kb, args.output)
     print(f"wrote {args.output}: {len(list(kb))} images, kernels: "
           + ", ".join(k.get_name() for k in kb.get_kernel_ids()))

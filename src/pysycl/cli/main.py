@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--target", default="native_cpu",
                       help="comma list: native_cpu, spirv64, nvptx64-sm_90")
     comp.add_argument("--state", choices=("input", "object", "executable"), default="executable")
+    comp.add_argument("--cpu", default=None,
+                      help="build native_cpu for a generic CPU level (x86-64-v2, x86-64-v3, "
+                           "x86-64-v4) instead of this machine's CPU")
     comp.add_argument("-o", "--output", required=True)
 
     sub.add_parser("inspect", help="show a bundle file").add_argument("file")

@@ -168,3 +168,15 @@ def test_demo_device_opencl_index(capsys):
         pytest.skip("no OpenCL device")
     assert cli_main(["demo", "--size", "64", "--device", "opencl:0"]) == 0
     assert "[opencl]" in capsys.readouterr().out
+
+
+def test_compile_input_state_for_a_generic_cpu(tmp_path, env):
+    f = tmp_path / "in.syclbin"
+    pysycl("compile", LIB, USE, "--state", "input", "-o", str(f), env=env)
+    assert "state input" in pysycl("inspect", str(f), env=env).stdout
+    g = tmp_path / "v2.syclbin"
+    pysycl("compile", LIB, USE, "--cpu", "x86-64-v2", "-o", str(g), env=env)
+    text = pysycl("inspect", str(g), env=env).stdout
+    assert "target native_cpu-x86-64-v2, format object" in text and "cpu_features=2|" in text
+    # runs here like a file built for this CPU (x86-64-v2 is a subset of its features)
+    assert run_files(tmp_path, dict(env, PYSYCL_CACHE="0"), g) == "[0, 3, 6, 9] 0"

@@ -13,7 +13,7 @@ import llvmlite.binding as llvm
 
 from ...errors import errc, exception
 from ..base import Compiler, Target
-from .target import host_target_machine, native_cpu_target
+from .target import cpu_target_machine, native_cpu_target
 
 # One TargetMachine for the process: host TMs are reusable (llvm-backends.md section 0),
 # but LLVM code generation on one TM is not re-entrant, so emission is serialised.
@@ -36,10 +36,11 @@ class NativeCpuCompiler(Compiler):
         self.interleave = interleave
         self.speed_level = speed_level
         self.unroll = unroll
+        self.target_machine = cpu_target_machine(self.target.cpu, self.target.features)
 
     def optimize(self, llvm_ir: str, name: str = "module") -> llvm.ModuleRef:
         """Parse, verify and optimise; raises ``exception(errc.build)`` with LLVM's message."""
-        tm = host_target_machine()
+        tm = self.target_machine
         try:
             mod = llvm.parse_assembly(llvm_ir)
             mod.triple = self.target.triple
@@ -70,10 +71,10 @@ class NativeCpuCompiler(Compiler):
     def compile(self, llvm_ir: str, kernel_names: Sequence[str] = ()) -> bytes:
         mod = self.optimize(llvm_ir, ",".join(kernel_names) or "module")
         with _EMIT_LOCK:
-            return bytes(host_target_machine().emit_object(mod))
+            return bytes(self.target_machine.emit_object(mod))
 
     def assembly(self, llvm_ir: str) -> str:
         """Host assembly of the optimised module (``device_image.asm`` for native CPU)."""
         mod = self.optimize(llvm_ir)
         with _EMIT_LOCK:
-            return host_target_machine().emit_assembly(mod)
+            return self.target_machine.emit_assembly(mod)
