@@ -109,7 +109,7 @@ CASES = [
     (pt.SpecConstantAnnotation, [("dtype", M)], [(np.dtype(np.int32),)]),
     (Target, [("name", M), ("backend", M), ("triple", M), ("data_layout", M),
               ("binary_format", M), ("address_spaces", M), ("cpu", ""), ("features", ""),
-              ("native_spec_constants", False)],
+              ("native_spec_constants", False), ("sub_group_sizes", None)],
      [("t", "native_cpu", "x86_64", "e", "object", {})]),
     (KernelArg, [("kind", M), ("value", M)], [(KernelArgKind.scalar, b"1"),
                                               (KernelArgKind.mem, 1)]),
