@@ -21,8 +21,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Mapping, Sequence
 
+from .. import config
 from ..backends.base import KernelArg, KernelArgKind
 from ..errors import errc, exception
+from ..ir import check_record
 from ..ir.core import Function
 from . import device_globals, stats, toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible
@@ -73,7 +75,8 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
         bundle = kernel.get_kernel_bundle()  # 4.9.4.2: a kernel object uses its own bundle
     key = (id(kernel) if not isinstance(kernel, kernel_object) else kernel.get_kernel_id(),
            device, _spec_key(spec_values), _hashable(launch_properties),
-           id(bundle) if bundle is not None else None, image_selector)
+           id(bundle) if bundle is not None else None, image_selector,
+           config.debug_checks())   # a checked build is another image
     hit = _launchers.get(key)
     # ``bundle_ref``: id(bundle) of a collected bundle may be reused by a new one.
     if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
@@ -214,6 +217,18 @@ def _ints(text: str | None):
     return tuple(int(x) for x in text.split(",") if x.strip())
 
 
+def check_record_symbol(binary) -> str | None:
+    """The failure record's symbol in an image of a checked build, else None (names are
+    found in the image's bytes: object file, SPIR-V and PTX all keep them)."""
+    if binary is None:
+        return None
+    data = binary.encode() if isinstance(binary, str) else bytes(binary)
+    for symbol in (check_record.BOUNDS_RECORD_SYMBOL, check_record.RECORD_SYMBOL):
+        if symbol.encode() in data:
+            return symbol
+    return None
+
+
 class Launcher:
     """Launches one kernel image on one device with fixed spec-constant values."""
 
@@ -254,6 +269,9 @@ class Launcher:
         # before each launch, or (device_image_scope) given the host's value at load.
         self._dg_launch, self._dg_load = device_globals.launch_hooks(image, device)
         device_globals.register_module_objects(getattr(kid.kernel, "module_name", None))
+        # A checked build (PYSYCL_DEBUG): the failure record read after each launch.
+        self._record = check_record_symbol(image.binary)
+        self.bounds_abi = self._record == check_record.BOUNDS_RECORD_SYMBOL
 
     def apply_launch_properties(self, launch_properties) -> None:
         """Kernel properties given at launch: combined with the kernel's own (a
@@ -373,11 +391,35 @@ class Launcher:
             if not self._driver.supports_global_offset:
                 raise exception(errc.feature_not_supported,
                                 "this device's driver takes no global offset")
-            return self._driver.launch(stream, program, self.kernel_name, global_size,
-                                       local_size, args, local_mem_bytes,
-                                       offset=tuple(offset))
-        return self._driver.launch(stream, program, self.kernel_name, global_size,
-                                   local_size, args, local_mem_bytes)
+            tok = self._driver.launch(stream, program, self.kernel_name, global_size,
+                                      local_size, args, local_mem_bytes,
+                                      offset=tuple(offset))
+        else:
+            tok = self._driver.launch(stream, program, self.kernel_name, global_size,
+                                      local_size, args, local_mem_bytes)
+        if self._record is not None:
+            self._check_record(stream, program, tok)
+        return tok
+
+    def _check_record(self, stream, program, tok) -> None:
+        """A checked build: wait for the launch and raise ``errc.kernel`` for the check
+        that failed in it (the record, ``ir/check_record``, is then cleared). The error
+        is the launch's: the queue delivers it as an asynchronous error."""
+        if tok is not None:
+            tok.wait()
+        driver, symbol = self._driver, self._record
+        record = bytearray(check_record.RECORD_BYTES)
+        driver.read_device_global(stream, program, symbol, 0, memoryview(record))
+        site, index, extent, size = check_record.unpack(record)
+        if not site:
+            return
+        table = bytearray(size)
+        driver.read_device_global(stream, program, check_record.SITES_SYMBOL, 0,
+                                  memoryview(table))
+        driver.write_device_global(stream, program, symbol, 0, memoryview(bytes(24)))
+        text = check_record.site_text(bytes(table), site)
+        raise exception(errc.kernel, check_record.message(self.kernel_id.get_name(), text,
+                                                          index, extent))
 
     def bind(self, stream):
         """``launch(global_size, local_size, kernel_args, local_mem_bytes)`` on
@@ -387,9 +429,10 @@ class Launcher:
         ``kernel_args`` is a fresh list the call may extend."""
         program = self._program or self.program
         spec = self._spec_kernel_arg or self._spec_arg(stream)
-        if not self._dg_launch:
+        if not self._dg_launch and self._record is None:
             return self._driver.bind_launch(stream, program, self.kernel_name, spec)
-        # Device globals move to this program before each launch: the general path.
+        # Device globals move to this program before each launch, a checked build reads
+        # its failure record after each: the general path.
         launch = self.launch
 
         def launch_bound(global_size, local_size, kernel_args, local_mem_bytes=0):

@@ -162,8 +162,9 @@ def kernel_passes(module: Module, target) -> Module:
     """The per-target IR passes after link and spec-constant lowering (native CPU:
     group reductions, work-group fission; devices: what their codegen needs)."""
     from ..passes import pipeline
-    pm = (pipeline.native_cpu_kernel_pipeline() if target.backend == "native_cpu"
-          else pipeline.device_kernel_pipeline())
+    bounds = "bounds" in config.debug_checks()   # a checked build (PYSYCL_DEBUG=bounds)
+    pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
+          else pipeline.device_kernel_pipeline(bounds))
     return pm.run(module)
 
 

@@ -95,6 +95,8 @@ class LoweringContext:
         self.loops: list[LoopTarget] = []
         self.yield_targets: list[tuple[ll.Block, ll.Block]] = []
         self.spec_buffer: ll.Value | None = None
+        # global_ptr kernel parameter -> its hidden byte count (checked builds).
+        self.extents: dict[Value, ll.Value] = {}
         self.wi: Any = None               # target work-item state (see TargetLowering)
         entry = llfn.append_basic_block("entry")
         self.alloca_builder = ll.IRBuilder(entry)

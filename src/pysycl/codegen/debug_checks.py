@@ -1,50 +1,91 @@
-"""Run-time checks of debug builds (``PYSYCL_DEBUG``): ``assert`` and
-accessor bounds checks.
+"""Run-time checks of debug builds (``PYSYCL_DEBUG``, KERNEL_LANGUAGE.md): ``assert``,
+bounds checks (the ``check`` ops of ``passes/bounds_checks``) and fixed-array indices.
 
-A kernel entry has no error channel (the native entry ABI returns void; SPIR-V and PTX
-kernels cannot raise), so a failed check stores the address of a constant C string
-``"file:line: message"`` into the exported i64 :data:`FAIL_SYMBOL`. The first failure
-wins (a compare-and-swap from zero). The native CPU executor reads the flag after the
-launch, clears it and raises ``sycl.exception(errc.kernel)`` with the message.
-
-Which checks are on is ``TargetLowering.debug`` (the set from ``config.debug_checks()``):
-``"assert"`` and ``"bounds"``.
-
->>> FAIL_SYMBOL
-'__pysycl_debug_fail'
+A kernel has no error channel (it returns nothing, and SPIR-V and PTX kernels cannot
+raise), so a failed check writes the failure record of ``ir/check_record`` (a global the
+runtime reads after the launch the same way on every backend): the first failing
+work-item claims the record's site with a compare-and-swap, then writes the index and
+extent it saw. The work-item then stops (a kernel returns; a device function returns zero
+to its caller, whose own accesses are checked too), so the access it guarded is never
+made. A bounds build always has the record, under ``BOUNDS_RECORD_SYMBOL``.
 """
 from __future__ import annotations
 
 from llvmlite import ir as ll
 
+from ..ir.check_record import BOUNDS_RECORD_SYMBOL, RECORD_SYMBOL, SITES_SYMBOL
 from . import types as lt
-
-FAIL_SYMBOL = "__pysycl_debug_fail"
 
 
 def enabled(ctx, check: str) -> bool:
-    debug = ctx.lowering.debug
+    return bounds_build(ctx.lowering) if check == "bounds" else _has(ctx.lowering, check)
+
+
+def _has(lowering, check: str) -> bool:
+    debug = lowering.debug
     return bool(debug) and (debug is True or check in debug)
 
 
-def fail_flag(ctx) -> ll.GlobalVariable:
-    flag = ctx.llmodule.globals.get(FAIL_SYMBOL)
-    if flag is None:
-        flag = ll.GlobalVariable(ctx.llmodule, lt.I64, FAIL_SYMBOL)
-        flag.initializer = ll.Constant(lt.I64, 0)
-        flag.align = 8
-    return flag
+def bounds_build(lowering) -> bool:
+    """Whether ``lowering`` makes a bounds-checked build (hidden extent arguments)."""
+    return _has(lowering, "bounds")
 
 
-def _message(ctx, text: str) -> ll.Value:
-    data = bytearray(text.encode("utf-8") + b"\0")
-    ty = ll.ArrayType(lt.I8, len(data))
-    name = f"__pysycl_debug_msg.{len(ctx.llmodule.globals)}"
-    g = ll.GlobalVariable(ctx.llmodule, ty, name)
-    g.global_constant = True
-    g.linkage = "private"
-    g.initializer = ll.Constant(ty, data)
-    return ctx.builder.ptrtoint(g, lt.I64)
+class _Sites:
+    """The record and site table of one LLVM module."""
+
+    def __init__(self, llmodule: ll.Module, lowering):
+        space = lowering.addrspaces.get("global", 0)
+        name = BOUNDS_RECORD_SYMBOL if bounds_build(lowering) else RECORD_SYMBOL
+        ty = ll.ArrayType(lt.I64, 4)
+        self.record = ll.GlobalVariable(llmodule, ty, name, addrspace=space)
+        self.record.align = 8
+        self.record_type = ty
+        # Opaque, like every other pointer the rules build on.
+        self.record.type = lt.pointer("global", lowering.addrspaces)
+        self.space = space
+        self.texts: list[bytes] = []
+        self.index: dict[bytes, int] = {}
+
+    def site(self, text: str) -> int:
+        raw = text.replace("\0", " ").encode("utf-8", "replace") + b"\0"
+        n = self.index.get(raw)
+        if n is None:
+            self.texts.append(raw)
+            n = self.index[raw] = len(self.texts)
+        return n
+
+    def finish(self, llmodule: ll.Module) -> None:
+        table = b"".join(self.texts) or b"\0"
+        ty = ll.ArrayType(lt.I8, len(table))
+        g = ll.GlobalVariable(llmodule, ty, SITES_SYMBOL, addrspace=self.space)
+        g.initializer = ll.Constant(ty, bytearray(table))
+        g.align = 8
+        self.record.initializer = ll.Constant(self.record_type, [
+            ll.Constant(lt.I64, 0), ll.Constant(lt.I64, 0), ll.Constant(lt.I64, 0),
+            ll.Constant(lt.I64, len(table))])
+
+
+def sites(llmodule: ll.Module, lowering) -> _Sites:
+    """The module's record and site table (made on first use)."""
+    found = getattr(llmodule, "_pysycl_check_sites", None)
+    if found is None:
+        found = _Sites(llmodule, lowering)
+        llmodule._pysycl_check_sites = found
+    return found
+
+
+def start_module(llmodule: ll.Module, lowering) -> None:
+    """A bounds build always has the record (its name marks the build's ABI)."""
+    if bounds_build(lowering):
+        sites(llmodule, lowering)
+
+
+def finish_module(llmodule: ll.Module) -> None:
+    """Emit the site table and the record's initialiser, once every rule has run."""
+    found = getattr(llmodule, "_pysycl_check_sites", None)
+    if found is not None:
+        found.finish(llmodule)
 
 
 def location(op) -> str:
@@ -54,12 +95,36 @@ def location(op) -> str:
     return f"{loc.file}:{loc.line}"
 
 
-def check(ctx, op, ok: ll.Value, message: str) -> None:
-    """Record ``message`` at ``op``'s source location unless ``ok`` (i1) holds."""
+def check(ctx, op, ok: ll.Value, kind: str, subject: str, index: ll.Value | None = None,
+          extent: ll.Value | None = None) -> None:
+    """Unless ``ok`` (i1) holds: record a failure of ``kind`` (``bounds`` or ``assert``)
+    about ``subject`` at ``op``'s source location, with ``index`` and ``extent`` (i64),
+    and stop the work-item (return from the function)."""
+    table = sites(ctx.llmodule, ctx.lowering)
+    site = table.site(f"{kind}\t{location(op)}\t{subject}")
     bld = ctx.builder
-    with bld.if_then(bld.not_(ok), likely=False):
-        text = _message(ctx, f"{location(op)}: {message}")
-        bld.cmpxchg(fail_flag(ctx), ll.Constant(lt.I64, 0), text, "monotonic", "monotonic")
+    fail, cont = ctx.block("check.fail"), ctx.block("check.ok")
+    br = bld.cbranch(ok, cont, fail)
+    br.set_weights([1 << 20, 1])
+    bld.position_at_end(fail)
+    zero = ll.Constant(lt.I64, 0)
+    rec = table.record
+    pair = bld.cmpxchg(rec, zero, ll.Constant(lt.I64, site), "monotonic", "monotonic")
+    with bld.if_then(bld.extract_value(pair, 1)):
+        for slot, value in ((1, index), (2, extent)):
+            if value is not None:
+                p = bld.gep(rec, [zero, ll.Constant(lt.I32, slot)], inbounds=True,
+                            source_etype=table.record_type)
+                bld.store(value, p, align=8)
+    rtype = ctx.llfn.return_value.type
+    item_exit = getattr(ctx, "item_exit", None)   # inside a loop over work-items
+    if item_exit is not None:
+        bld.branch(item_exit)
+    elif rtype == lt.VOID:
+        bld.ret_void()
+    else:
+        bld.ret(ll.Constant(rtype, None))
+    bld.position_at_end(cont)
 
 
-__all__ = ["FAIL_SYMBOL", "check", "enabled", "fail_flag", "location"]
+__all__ = ["check", "enabled", "bounds_build", "finish_module", "start_module", "location"]

@@ -16,6 +16,7 @@ from ..detail.symbols import llvm_name
 from ..ir.core import Function, Module, Param
 from ..properties import POINTER_ANNOTATION
 from ..ir.types import (AccessorType, LocalAccessorType, PointerType, ScalarType, Type)
+from . import debug_checks
 from . import rules_control, rules_memory, rules_scalar  # noqa: F401  (register rules)
 from . import types as lt
 from .context import AccessorValue, LoweringContext
@@ -28,6 +29,7 @@ def lower_module(module: Module, lowering: TargetLowering) -> ll.Module:
     """Lower every function of ``module``; kernels are wrapped by ``lowering.wrap_kernel``."""
     llmodule = ll.Module(name=module.name)
     lowering.prepare_module(llmodule)
+    debug_checks.start_module(llmodule, lowering)
     functions = {f.name: _declare(llmodule, f, lowering) for f in module.functions}
     probe = None
     for decl in module.device_globals:
@@ -43,6 +45,7 @@ def lower_module(module: Module, lowering: TargetLowering) -> ll.Module:
         _close_function(ctx, f)
         if f.kind == "kernel":
             lowering.wrap_kernel(ctx, f, functions[f.name])
+    debug_checks.finish_module(llmodule)
     return llmodule
 
 
@@ -66,6 +69,9 @@ def param_types(p: Param, kernel: bool, lowering: TargetLowering) -> list[ll.Typ
         return [lt.pointer("local", spaces)] + [lt.I64] * t.dims
     if not lt.has_storage(t):
         return []
+    if kernel and isinstance(t, PointerType) and t.space == "global" and \
+            debug_checks.bounds_build(lowering):
+        return [lt.pointer("global", spaces), lt.I64]   # + its memory's size in bytes
     if kernel and lt.is_aggregate(t):
         return [lt.pointer("private", spaces)]   # pointer to the bytes (byval on SPIR-V)
     if kernel:
@@ -141,8 +147,10 @@ def _bind_params(ctx: LoweringContext, f: Function) -> None:
         n = len(param_types(p, kernel, ctx.lowering))
         mine, args = args[:n], args[n:]
         ctx.values[p.value] = _param_value(ctx, p, mine, kernel)
+        if len(mine) == 2 and isinstance(p.type, PointerType):   # checked build
+            ctx.extents[p.value] = mine[1]
         text = p.properties.get(POINTER_ANNOTATION) if kernel else None
-        if text and len(mine) == 1 and isinstance(mine[0].type, ll.PointerType):
+        if text and mine and isinstance(p.type, PointerType):
             # annotated_ptr (sycl_ext_oneapi_properties): the body uses the annotated pointer.
             ctx.values[p.value] = ctx.lowering.annotate_pointer(ctx, mine[0], text)
     ctx.spec_buffer = args[0]

@@ -149,8 +149,15 @@ def lower_assert(ctx, op):
     (``PYSYCL_DEBUG``, see :mod:`.debug_checks`)."""
     if not debug_checks.enabled(ctx, "assert"):
         return
-    debug_checks.check(ctx, op, ctx.get(op.operands[0]),
+    debug_checks.check(ctx, op, ctx.get(op.operands[0]), "assert",
                        f"assertion failed: {op.attrs.get('msg') or 'assert'}")
+
+
+@rule("check")
+def lower_check(ctx, op):
+    """A bounds check of a checked build (``passes/bounds_checks``)."""
+    ok, index, extent = ctx.operands(op)
+    debug_checks.check(ctx, op, ok, "bounds", op.attrs["what"], index, extent)
 
 
 def call_args(ctx, values) -> list:

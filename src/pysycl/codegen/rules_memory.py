@@ -166,9 +166,9 @@ def lower_ptr_elem(ctx, op):
     p, i = op.operands
     base = ctx.get(p)
     if isinstance(p.type.pointee, ArrayType) and debug_checks.enabled(ctx, "bounds"):
-        n = ll.Constant(lt.I64, p.type.pointee.n)
-        debug_checks.check(ctx, op, ctx.builder.icmp_unsigned("<", index64(ctx, i), n),
-                           f"index out of range for an array of {p.type.pointee.n} elements")
+        n, k = ll.Constant(lt.I64, p.type.pointee.n), index64(ctx, i)
+        debug_checks.check(ctx, op, ctx.builder.icmp_unsigned("<", k, n), "bounds",
+                           "a fixed-size array", k, n)
     if isinstance(p.type.pointee, VecType):
         # llvmlite cannot GEP into a vector type (LLVM discourages it too): index the
         # elements through a pointer to the element type.
@@ -205,18 +205,25 @@ def lower_acc_ptr(ctx, op):
     idx = [index64(ctx, v) for v in op.operands[1:]]
     if len(idx) != len(acc.ranges):
         raise ctx.error(op, f"accessor of {len(acc.ranges)} dimensions indexed with {len(idx)}")
-    bld = ctx.builder
-    if debug_checks.enabled(ctx, "bounds"):
-        name = op.operands[0].name or "accessor"
-        for d, (i, n) in enumerate(zip(idx, acc.ranges)):
-            where = f" in dimension {d}" if len(idx) > 1 else ""
-            debug_checks.check(ctx, op, bld.icmp_unsigned("<", i, n),
-                               f"index out of range for accessor '{name}'{where}")
+    bld = ctx.builder   # (checked builds check the indices first: passes/bounds_checks)
     lin = idx[0]
     for d in range(1, len(idx)):  # row-major over the memory range (SYCL 4.7.6.9)
         lin = bld.add(bld.mul(lin, acc.ranges[d]), idx[d])
     lin = bld.add(lin, acc.offset)
     return lt.gep(bld, acc.ptr, [lin], ctx.mtype(acc.elem), inbounds=True)
+
+
+@rule("ptr.extent")
+def lower_ptr_extent(ctx, op):
+    """Elements from a ``global_ptr`` kernel parameter to the end of its memory: the
+    hidden byte count of checked builds (``codegen/module.py``) over the element size."""
+    (p,) = op.operands
+    nbytes = ctx.extents.get(p)
+    if nbytes is None:
+        raise ctx.error(op, f"ptr.extent of {p!r}, which is not a global_ptr kernel "
+                            "parameter of a checked build")
+    size = max(p.type.pointee.size, 1)
+    return ctx.builder.udiv(nbytes, ll.Constant(lt.I64, size))
 
 
 @rule("acc.range")

@@ -98,6 +98,12 @@ _op("acc.ptr", None, 0, "value", [],
     "Element pointer of accessor operand 0 at indices operands 1..D (row-major over the "
     "memory range, plus the accessor's linear offset).")
 _op("acc.range", 1, 0, "value", ["dim"], "The accessor's range in dimension `dim` (i64).")
+_op("ptr.extent", 1, 0, "value", [],
+    "Checked builds: the number of elements from a global_ptr kernel parameter to the end "
+    "of the memory it was given (i64).")
+_op("check", 3, 0, "none", ["what"],
+    "Checked builds: unless operand 0 (bool) holds, record a failure of `what` at this op "
+    "with index operand 1 and extent operand 2 (i64), and stop the work-item.")
 _op("dg.addr", 0, 0, "value", ["id"], "ptr<global,T> to the device_global with unique ID `id`.")
 
 # Specialization constants (one op, three lowerings) -------------

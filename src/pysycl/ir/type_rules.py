@@ -264,6 +264,24 @@ def _acc_range(op: Op, m: Module) -> str | None:
     return None if op.type == I64 else f"acc.range gives i64, not {op.type}"
 
 
+@_rule("ptr.extent")
+def _ptr_extent(op: Op, m: Module) -> str | None:
+    p = op.operands[0].type
+    if not isinstance(p, PointerType) or p.space != "global":
+        return f"operand 0 has type {p}, expected a global pointer"
+    return None if op.type == I64 else f"ptr.extent gives i64, not {op.type}"
+
+
+@_rule("check")
+def _check(op: Op, m: Module) -> str | None:
+    ok, index, extent = (v.type for v in op.operands)
+    if ok != BOOL:
+        return f"condition has type {ok}, expected bool"
+    if index != I64 or extent != I64:
+        return f"index and extent are i64, not {index} and {extent}"
+    return None
+
+
 @_rule("dg.addr")
 def _dg_addr(op: Op, m: Module) -> str | None:
     d = m.device_global(op.attrs["id"])

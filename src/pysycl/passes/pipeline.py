@@ -24,6 +24,7 @@ from pysycl.ir.core import Module
 from pysycl.ir.printer import print_module
 from pysycl.ir.verifier import verify_module
 
+from .bounds_checks import insert_bounds_checks
 from .lower_group_reduce import lower_group_reduce
 from .unroll_static_range import unroll_static_range
 from .work_group_fission import work_group_fission
@@ -135,14 +136,23 @@ def run_compile_pipeline(module: Module, options: PassOptions | None = None) -> 
     return compile_pipeline().run(module, options)
 
 
-def native_cpu_kernel_pipeline() -> PassManager:
-    """IR passes for kernels on the native CPU device, after link and spec-constant lowering."""
+def _add_bounds_checks(pm: PassManager) -> None:
+    pm.add_pass(insert_bounds_checks, "checked builds: every accessor and USM access checks "
+                                      "its index first (before the passes that copy or "
+                                      "split kernel bodies, so they keep the checks)")
+
+
+def native_cpu_kernel_pipeline(bounds: bool = False) -> PassManager:
+    """IR passes for kernels on the native CPU device, after link and spec-constant
+    lowering; ``bounds``: a checked build (``PYSYCL_DEBUG=bounds``)."""
     from .forward_constants import forward_constant_vars
     from .split_item_range import split_item_range
     from .strip_uniform_loops import strip_uniform_loops
 
     pm = PassManager("native_cpu")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
+    if bounds:
+        _add_bounds_checks(pm)
     pm.add_pass(forward_constant_vars, "loops over a constant local (a literal spec constant) "
                                        "get a constant trip count, so they fully unroll")
     pm.add_pass(lower_group_reduce, "work-group reductions become group vars and barriers")
@@ -165,8 +175,11 @@ class _OptimisedFission:
         return work_group_fission(module, options, optimise=True)
 
 
-def device_kernel_pipeline() -> PassManager:
-    """IR passes for SPIR-V and PTX targets (barriers and reductions are native there)."""
+def device_kernel_pipeline(bounds: bool = False) -> PassManager:
+    """IR passes for SPIR-V and PTX targets (barriers and reductions are native there);
+    ``bounds``: a checked build."""
     pm = PassManager("device")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
+    if bounds:
+        _add_bounds_checks(pm)
     return pm

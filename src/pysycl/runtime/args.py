@@ -118,7 +118,7 @@ def _power(n: int) -> str:
 
 # Pointers --------------------------------------------------------------------------------
 def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
-    """(memory handle, dtype) of a USM array or an interop object usable on ``dev``;
+    """(memory handle, dtype, size in bytes) of a USM array or an interop object usable on ``dev``;
     ``stream``: the queue's backend stream (CUDA arrays of other libraries are ordered
     after their producer's pending work on it, see :func:`_cuda_pointer`)."""
 
@@ -129,7 +129,7 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
                                     value.device.get_platform() != dev.get_platform()):
             raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
                              f"used on {dev.name!r}")
-        return value._alloc, value.dtype
+        return value._alloc, value.dtype, value.nbytes
     host = bool(desc.extra.get("host_accessible"))
     if host and hasattr(value, "__array_interface__"):
         iface = value.__array_interface__
@@ -138,7 +138,8 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
         if iface["data"][1]:
             raise _arg_error(kernel, name, "array is read-only")
         keep.append(value)
-        return int(iface["data"][0]), np.dtype(iface["typestr"])
+        dtype = np.dtype(iface["typestr"])
+        return int(iface["data"][0]), dtype, _count(iface["shape"]) * dtype.itemsize
     if desc.backend == "cuda" and (hasattr(value, "__cuda_array_interface__") or
                                    hasattr(value, "__dlpack__")):
         return _cuda_pointer(value, dev, kernel, name, keep, stream)
@@ -194,7 +195,8 @@ def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
         if not _c_contiguous(shape, strides, dtype.itemsize):
             raise _arg_error(kernel, name, f"array is not C-contiguous (shape {tuple(shape)}"
                              f", element strides {tuple(tensor.strides[i] for i in range(tensor.ndim))})")
-    return int(tensor.data or 0) + int(tensor.byte_offset), dtype
+    count = _count(tensor.shape[i] for i in range(tensor.ndim))
+    return int(tensor.data or 0) + int(tensor.byte_offset), dtype, count * dtype.itemsize
 
 
 def _cuda_pointer(value, dev, kernel, name, keep, stream):
@@ -225,7 +227,14 @@ def _cuda_pointer(value, dev, kernel, name, keep, stream):
     if producer is not None and stream is not None and int(producer) != stream.ptr:
         driver.wait_foreign_stream(stream, int(producer))
     keep.append(value)
-    return int(ptr), dtype
+    return int(ptr), dtype, _count(cai["shape"]) * dtype.itemsize
+
+
+def _count(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
 
 
 # A private prototype: ``ctypes.pythonapi``'s function objects are shared, and
@@ -361,8 +370,9 @@ def _local_packer(p, kernel):
     return pack
 
 
-def _pointer_packer(p, kernel):
-
+def _pointer_packer(p, kernel, bounds: bool = False):
+    """``bounds``: a checked build, whose pointer parameters also take the size in bytes
+    of their memory (``ir/check_record``)."""
     dt = np.dtype(p.dtype) if p.dtype is not None else None
 
     def pack(value, out, cgh, keep):
@@ -376,12 +386,17 @@ def _pointer_packer(p, kernel):
             if karg is None:
                 karg = value._karg = KernelArg(_MEM, value._alloc)
             out.append(karg)
+            if bounds:
+                out.append(_i64(value.nbytes))
             return
         else:
-            mem, have = pointer_of(value, dev, kernel, p.name, keep, cgh._queue._stream)
+            mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
+                                           cgh._queue._stream)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":
             raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
         out.append(KernelArg(_MEM, mem))
+        if bounds:
+            out.append(_i64(nbytes))
     return pack
 
 
@@ -404,7 +419,7 @@ class Packer:
 
     __slots__ = ("kernel", "names", "steps", "has_local", "index_kind", "dims", "pack")
 
-    def __init__(self, params, kernel: str, index_kind=None, dims=None):
+    def __init__(self, params, kernel: str, index_kind=None, dims=None, bounds: bool = False):
         self.kernel = kernel
         self.index_kind = index_kind
         self.dims = dims
@@ -418,9 +433,11 @@ class Packer:
                 raise exception(errc.kernel_argument, f"kernel {kernel}: parameter {p.name!r} "
                                 f"has unknown kind {p.kind!r}")
             self.names.append(p.name)
-            self.steps.append(factory(p, kernel))
+            self.steps.append(_pointer_packer(p, kernel, bounds) if p.kind == "global_ptr"
+                              else factory(p, kernel))
         self.has_local = any(p.kind == "local_accessor" for p in params)
-        self.pack = self._generate_fast(params) or self.pack_slow
+        # (A checked build's hidden sizes go through the per-parameter steps.)
+        self.pack = (None if bounds else self._generate_fast(params)) or self.pack_slow
 
     def _generate_fast(self, params):
         """``pack`` for signatures of USM pointers and scalars only: straight-line
@@ -485,6 +502,6 @@ def packer_for(launcher) -> Packer:
     if entry is not None and entry[0] is launcher:
         return entry[1]
     packer = Packer(launcher.params, launcher.kernel_id.get_name(), launcher.index_kind,
-                    launcher.dims)
+                    launcher.dims, launcher.bounds_abi)
     _packers[id(launcher)] = (launcher, packer)
     return packer

@@ -219,7 +219,11 @@ def test_fingerprint_values():
         warm_index.fingerprint_value(np.zeros(3))
 
 
-def test_executor_debug_symbol_matches_codegen():
+def test_executor_exports_the_check_record():
+    """The native executor exports the failure record of checked builds by the names the
+    code generator gives it (ir/check_record), so the runtime can read it."""
     from pysycl.backends.native_cpu import executor
-    from pysycl.codegen.debug_checks import FAIL_SYMBOL
-    assert executor.DEBUG_FAIL_SYMBOL == FAIL_SYMBOL
+    from pysycl.ir import check_record
+    assert set(executor.CHECK_SYMBOLS) == {check_record.RECORD_SYMBOL,
+                                           check_record.BOUNDS_RECORD_SYMBOL,
+                                           check_record.SITES_SYMBOL}

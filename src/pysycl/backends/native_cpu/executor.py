@@ -32,13 +32,14 @@ import llvmlite.binding as llvm
 from ... import config
 from ...detail.symbols import device_global_symbol
 from ...errors import errc, exception
+from ...ir.check_record import BOUNDS_RECORD_SYMBOL, RECORD_SYMBOL, SITES_SYMBOL
 from ..base import KernelArg, KernelArgKind
 from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
                      _init_llvm, entry_symbol, host_target_machine)
 
-# codegen.debug_checks.FAIL_SYMBOL (tests check they agree). Not imported from there:
-# loading a cached object must not import the code generator (warm start).
-DEBUG_FAIL_SYMBOL = "__pysycl_debug_fail"
+# The failure record of checked builds and its site table: exported when the object has
+# them, so the runtime reads them like any device global (Driver.read_device_global).
+CHECK_SYMBOLS = (BOUNDS_RECORD_SYMBOL, RECORD_SYMBOL, SITES_SYMBOL)
 
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -92,13 +93,10 @@ class NativeProgram:
     """A loaded host object: kernel entries and exported symbols. Keeps the LLJIT
     ResourceTracker alive; dropping the program unloads its code."""
 
-    def __init__(self, tracker, kernels: dict[str, Any], pool: "WorkerPool",
-                 debug_flag: int = 0):
+    def __init__(self, tracker, kernels: dict[str, Any], pool: "WorkerPool"):
         self._tracker = tracker
         self.kernels = kernels
         self._pool = pool
-        # Address of the i64 a failed debug check writes (codegen.debug_checks); 0: none.
-        self._debug_flag = debug_flag
         # Per kernel: launch descriptions by (global, local, offset) and packed ``void
         # **args`` by argument values, so a repeated launch allocates nothing.
         self._prepared: dict[str, _Prepared] = {}
@@ -131,8 +129,6 @@ class NativeProgram:
             hit = last[4]
             if hit[2]:
                 self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
-                if self._debug_flag:
-                    self._raise_debug_failure(kernel_name)
             return
         key = _launch_key((global_size, local_size, global_offset), args)
         try:
@@ -156,15 +152,6 @@ class NativeProgram:
         if not hit[2]:
             return
         self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
-        if self._debug_flag:
-            self._raise_debug_failure(kernel_name)
-
-    def _raise_debug_failure(self, kernel_name: str) -> None:
-        flag = ctypes.c_int64.from_address(self._debug_flag)
-        if flag.value:
-            where = ctypes.string_at(flag.value).decode("utf-8", "replace")
-            flag.value = 0
-            raise exception(errc.kernel, f"kernel {kernel_name}: {where}")
 
 
 _CACHE_ENTRIES = 64
@@ -379,9 +366,8 @@ class NativeExecutor:
         builder = llvm.JITLibraryBuilder().add_object_img(bytes(obj)).add_current_process()
         entries = {k: entry_symbol(k) for k in kernel_names}
         exported = list(entries.values()) + [device_global_symbol(u) for u in device_global_ids]
-        debug = DEBUG_FAIL_SYMBOL.encode() in obj   # a debug build (PYSYCL_DEBUG)
-        if debug:
-            exported.append(DEBUG_FAIL_SYMBOL)
+        obj = bytes(obj)
+        exported += [s for s in CHECK_SYMBOLS if s.encode() in obj]   # checked builds
         for s in exported + list(symbols):
             builder.export_symbol(s)
         try:
@@ -389,8 +375,7 @@ class NativeExecutor:
         except RuntimeError as e:
             raise exception(errc.build, f"loading the native object failed: {e}") from None
         kernels = {k: ENTRY_TYPE(tracker[s]) for k, s in entries.items()}
-        flag = int(tracker[DEBUG_FAIL_SYMBOL]) if debug else 0
-        return NativeProgram(tracker, kernels, self.pool, flag)
+        return NativeProgram(tracker, kernels, self.pool)
 
 
 # Trackers of the host helper functions below: kept for the life of the process, because

@@ -185,7 +185,7 @@ class NativeCpuLowering(TargetLowering):
 
             def item(i):
                 ctx.wi.local_id = [i if k == d else v for k, v in enumerate(ctx.strip[0])]
-                ctx.lower_region(op.regions[0])
+                _item_body(ctx, lambda: ctx.lower_region(op.regions[0]))
             if op.operands:
                 _split_row(ctx, op, first, end, item, group)
             else:
@@ -221,10 +221,9 @@ class NativeCpuLowering(TargetLowering):
             if d == 3:
                 ctx.wi.local_id = list(ids)
                 if bounded is None:
-                    ctx.lower_region(op.regions[0])
+                    _item_body(ctx, lambda: ctx.lower_region(op.regions[0]))
                 else:
-                    for o in bounded[0] + bounded[1]:
-                        ctx.lower_op(o)
+                    _item_body(ctx, lambda: [ctx.lower_op(o) for o in bounded[0] + bounded[1]])
                 return
             if d >= ndims:
                 ids.append(_ZERO)
@@ -257,6 +256,18 @@ class NativeCpuLowering(TargetLowering):
     # The entry ------------------------------------------------------------------------------
     def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
         build_entry(self, ctx.llmodule, fn, llfn)
+
+
+def _item_body(ctx: LoweringContext, lower) -> None:
+    """Lower one work-item of a ``wg.items`` loop with ``lower()``; a failed check of a
+    checked build (``codegen.debug_checks``) ends the item by branching to its end, so
+    the loop goes on with the next item (a return would end the row or the group)."""
+    end = ctx.block("item.end")
+    outer, ctx.item_exit = getattr(ctx, "item_exit", None), end
+    lower()
+    ctx.item_exit = outer
+    ctx.branch_if_open(end)
+    ctx.builder.position_at_end(end)
 
 
 def _lower_cmp(ctx: LoweringContext, op: Op):

@@ -130,7 +130,6 @@ class OpenClLowering(DeviceDimsLowering):
             "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
             "atomic.load": _lower_atomic_load,
             "atomic.store": _lower_atomic_store,
-            "assert": _lower_assert,
         })
 
     # Signatures ----------------------------------------------------------------------------
@@ -487,21 +486,6 @@ def _lower_atomic_store(ctx, op):
     args = [ptr, ll.Constant(lt.I32, SCOPE.get(op.attrs["scope"], 1)),
             _semantics(order, ptr.type.addrspace), val]
     _call(ctx, name, lt.VOID, args)
-
-
-def _lower_assert(ctx, op):
-    """Removed unless debug; in debug builds a failure records the line in the
-    program-scope ``__pysycl_assert_line`` (CrossWorkgroup: an ``addrspace(0)`` global
-    would be a per-invocation Function variable in SPIR-V)."""
-    if not ctx.lowering.debug:
-        return
-    flag = ctx.llmodule.globals.get("__pysycl_assert_line")
-    if flag is None:
-        flag = ll.GlobalVariable(ctx.llmodule, lt.I32, "__pysycl_assert_line", addrspace=1)
-        flag.initializer = ll.Constant(lt.I32, 0)
-        flag.align = 4
-    with ctx.builder.if_then(ctx.builder.not_(ctx.get(op.operands[0])), likely=False):
-        ctx.builder.store(ll.Constant(lt.I32, op.loc.line or -1), flag)
 
 
 # Specialization constants ------------------------------------------------------------------------
