@@ -1,6 +1,9 @@
 """The workloads: each runs pysycl and the installed peers on the same data in one run."""
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 
 try:   # SciPy is an optional peer
@@ -38,6 +41,20 @@ def device_label(device) -> str:
 
 def _backend(q) -> str:
     return str(q.get_device().backend).split(".")[-1]
+
+
+@contextlib.contextmanager
+def checked_build():
+    """``PYSYCL_DEBUG=bounds`` while launchers are made (a checked build)."""
+    old = os.environ.get("PYSYCL_DEBUG")
+    os.environ["PYSYCL_DEBUG"] = "bounds"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYSYCL_DEBUG"]
+        else:
+            os.environ["PYSYCL_DEBUG"] = old
 
 
 def _timed(result, launch):
@@ -94,6 +111,20 @@ def conv3x3(report: Report, q, n: int, opencl_ctx=None) -> None:
     spec_label = "native" if _backend(q) == "opencl" else "literal"
     report.run(wl, dev, "pysycl (args)", _timed(result(launch_args), launch_args), expected,
                is_pysycl=True)
+    # The same launch in a checked build (every accessor and USM index checked; a queue
+    # of its own, whose launcher is made while PYSYCL_DEBUG=bounds is set).
+    checked_q = sycl.queue(q.get_device())
+
+    def launch_checked():
+        def cgf(cgh):
+            cgh.parallel_for(sycl.range(n, n), K.conv3x3_args, d_coeff,
+                             sycl.accessor(b_in, cgh, sycl.read_only),
+                             sycl.accessor(b_out, cgh, sycl.write_only, sycl.no_init))
+        checked_q.submit(cgf).wait()
+        checked_q.wait_and_throw()
+    with checked_build():
+        report.run(wl, dev, "pysycl (args, bounds-checked)",
+                   _timed(result(launch_checked), launch_checked), expected, is_pysycl=True)
     report.run(wl, dev, f"pysycl ({spec_label} spec const)",
                _timed(result(launch_spec), launch_spec), expected, is_pysycl=True)
     kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,

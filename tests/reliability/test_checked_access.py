@@ -267,3 +267,31 @@ def test_far_out_of_range_stores_in_a_fresh_process(device, tmp_path):
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert r.stdout.split().count("kernel") == 4, r.stdout
     assert r.stdout.strip().endswith("done")
+
+
+def test_checked_build_for_cuda_makes_ptx():
+    """The CUDA target's checked build (no GPU needed): the failure record and site table
+    are visible globals the driver can read, and a ``global_ptr`` parameter takes its size
+    as a hidden argument."""
+    cuda_compiler = pytest.importorskip("pysycl.backends.cuda.compiler")
+    from pysycl.backends.cuda.lowering import CudaLowering
+    from pysycl.backends.cuda.target import cuda_target
+    from pysycl.codegen import lower_module
+    from pysycl.ir import check_record
+    from pysycl.passes.bounds_checks import insert_bounds_checks
+    try:
+        libdevice = cuda_compiler.find_libdevice()
+    except sycl.exception as e:
+        pytest.skip(f"no libdevice: {e}")
+    m = usm_store.ir_module()
+    insert_bounds_checks(m)
+    lowering = CudaLowering(cuda_target((9, 0)))
+    lowering.debug = frozenset({"assert", "bounds"})
+    kernel = m.kernels[0].name
+    ptx = cuda_compiler.compile_ptx(str(lower_module(m, lowering)), [kernel], cpu="sm_90",
+                                    libdevice=libdevice)
+    assert f".visible .global .align 8 .b8 {check_record.BOUNDS_RECORD_SYMBOL}[32]" in ptx
+    assert f".visible .global .align 8 .b8 {check_record.SITES_SYMBOL}[" in ptx
+    params = [line for line in ptx.splitlines() if line.strip().startswith(".param")
+              and "_param_" in line and "check_fail" not in line]
+    assert len(params) == 5, params   # p, p's size, k, v, the spec-constant buffer

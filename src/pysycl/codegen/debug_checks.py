@@ -3,9 +3,10 @@ bounds checks (the ``check`` ops of ``passes/bounds_checks``) and fixed-array in
 
 A kernel has no error channel (it returns nothing, and SPIR-V and PTX kernels cannot
 raise), so a failed check writes the failure record of ``ir/check_record`` (a global the
-runtime reads after the launch the same way on every backend): the first failing
-work-item claims the record's site with a compare-and-swap, then writes the index and
-extent it saw. The work-item then stops (a kernel returns; a device function returns zero
+runtime reads after the launch the same way on every backend): the failing work-item
+calls the module's out-of-line ``__pysycl_check_fail(site, index, extent)`` (cold, so a
+vectoriser sees one call on a rare path, not atomics), where the first failure claims
+the record's site with a compare-and-swap and writes the index and extent it saw. The work-item then stops (a kernel returns; a device function returns zero
 to its caller, whose own accesses are checked too), so the access it guarded is never
 made. A bounds build always has the record, under ``BOUNDS_RECORD_SYMBOL``.
 """
@@ -46,6 +47,35 @@ class _Sites:
         self.space = space
         self.texts: list[bytes] = []
         self.index: dict[bytes, int] = {}
+
+    def fail_function(self, ctx) -> ll.Function:
+        """``void fail(site, index, extent)``: claims the record (first failure wins) and
+        writes index and extent. Out of line and cold, so the checks' failure paths are
+        one call each and a vectoriser sees no atomics in the kernel body."""
+        fn = getattr(self, "_fail", None)
+        if fn is not None:
+            return fn
+        llmodule = ctx.llmodule
+        fn = ll.Function(llmodule, ll.FunctionType(lt.VOID, [lt.I64, lt.I64, lt.I64]),
+                         "__pysycl_check_fail")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("cold")
+        if ctx.lowering.helper_calling_convention:
+            fn.calling_convention = ctx.lowering.helper_calling_convention
+        site, index, extent = fn.args
+        b = ll.IRBuilder(fn.append_basic_block("entry"))
+        zero = ll.Constant(lt.I64, 0)
+        rec = self.record
+        pair = b.cmpxchg(rec, zero, site, "monotonic", "monotonic")
+        with b.if_then(b.extract_value(pair, 1)):
+            for slot, value in ((1, index), (2, extent)):
+                p = b.gep(rec, [zero, ll.Constant(lt.I32, slot)], inbounds=True,
+                          source_etype=self.record_type)
+                b.store(value, p, align=8)
+        b.ret_void()
+        self._fail = fn
+        return fn
 
     def site(self, text: str) -> int:
         raw = text.replace("\0", " ").encode("utf-8", "replace") + b"\0"
@@ -108,14 +138,8 @@ def check(ctx, op, ok: ll.Value, kind: str, subject: str, index: ll.Value | None
     br.set_weights([1 << 20, 1])
     bld.position_at_end(fail)
     zero = ll.Constant(lt.I64, 0)
-    rec = table.record
-    pair = bld.cmpxchg(rec, zero, ll.Constant(lt.I64, site), "monotonic", "monotonic")
-    with bld.if_then(bld.extract_value(pair, 1)):
-        for slot, value in ((1, index), (2, extent)):
-            if value is not None:
-                p = bld.gep(rec, [zero, ll.Constant(lt.I32, slot)], inbounds=True,
-                            source_etype=table.record_type)
-                bld.store(value, p, align=8)
+    bld.call(table.fail_function(ctx), [ll.Constant(lt.I64, site), index or zero,
+                                        extent or zero])
     rtype = ctx.llfn.return_value.type
     item_exit = getattr(ctx, "item_exit", None)   # inside a loop over work-items
     if item_exit is not None:

@@ -40,6 +40,9 @@ class TargetLowering:
     #: rounded on its own, as IEEE 754 and NumPy. ``("contract",)`` lets the backend fuse
     #: a multiply and an add into one FMA (one rounding instead of two).
     float_flags: tuple[str, ...] = ()
+    #: Calling convention of the internal helper functions codegen adds (the failure
+    #: path of checked builds); "" is LLVM's default.
+    helper_calling_convention = ""
 
     def __init__(self, target: Any = None, debug: bool = False):
         self.target = target

@@ -122,6 +122,8 @@ class OpenClLowering(DeviceDimsLowering):
         "wg.items": "work-group fission is only for the native CPU; SPIR-V has real barriers",
     }
 
+    helper_calling_convention = "spir_func"
+
     def __init__(self, target=None, debug: bool = False):
         super().__init__(target, debug)
         self.rules.update({
