@@ -1,4 +1,4 @@
-"""Run-time checks of debug builds (``PYSYCL_DEBUG``, KERNEL_LANGUAGE.md): ``assert``,
+"""Run-time checks of debug builds (``PYSYCL_DEBUG``): ``assert``,
 bounds checks (the ``check`` ops of ``passes/bounds_checks``) and fixed-array indices.
 
 A kernel has no error channel (it returns nothing, and SPIR-V and PTX kernels cannot
