@@ -39,6 +39,13 @@ _set = object.__setattr__
 _NEW: Any = object()   # DeviceDescription(extra=...) not given: a new dict
 
 
+def rect_extent(rect: Sequence[int], region: Sequence[int]) -> int:
+    """Bytes from the first byte of a ``copy_rect`` box to one past its last."""
+    _, row_pitch, slice_pitch = rect
+    width, rows, slices = region
+    return (slices - 1) * slice_pitch + (rows - 1) * row_pitch + width
+
+
 class AddressSpace(enum.Enum):
     private = "private"
     global_ = "global"
@@ -225,6 +232,33 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def fill(self, stream: Any, dst: Any, offset: int, pattern: bytes, nbytes: int) -> Any: ...
+
+    def copy_rect(self, stream: Any, dst: Any, dst_rect: Sequence[int], src: Any,
+                  src_rect: Sequence[int], region: Sequence[int]) -> Any:
+        """Copy a box of ``region`` = (bytes per row, rows, slices). Each side's
+        ``rect`` is (byte offset, row pitch, slice pitch) in its memory. Returns the
+        token of the last command (None for an empty box); this default issues one
+        :meth:`copy` per row, in stream order."""
+        width, rows, slices = region
+        (d0, drp, dsp), (s0, srp, ssp) = dst_rect, src_rect
+        token = None
+        for k in range(slices):
+            for j in range(rows):
+                token = self.copy(stream, dst, d0 + k * dsp + j * drp, src,
+                                  s0 + k * ssp + j * srp, width)
+        return token
+
+    def fill_rect(self, stream: Any, dst: Any, rect: Sequence[int], pattern: bytes,
+                  region: Sequence[int]) -> Any:
+        """Repeat ``pattern`` over each row of a box (see :meth:`copy_rect`)."""
+        width, rows, slices = region
+        offset, row_pitch, slice_pitch = rect
+        token = None
+        for k in range(slices):
+            for j in range(rows):
+                token = self.fill(stream, dst, offset + k * slice_pitch + j * row_pitch,
+                                  pattern, width)
+        return token
 
     # Code -------------------------------------------------------------------
     @abc.abstractmethod

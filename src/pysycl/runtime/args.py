@@ -344,9 +344,9 @@ def _accessor_packer(p, kernel):
         if want_write and not value.write:
             raise _arg_error(kernel, p.name, "read_only accessor for a parameter the kernel "
                              "writes")
-        buf = value.buffer
-        out.append(KernelArg(_MEM, buf._memory_for(cgh._queue._device, cgh._queue._context)))
-        for extent in buf.shape or (1,):
+        out.append(KernelArg(_MEM, value._mem._memory_for(cgh._queue._device,
+                                                          cgh._queue._context)))
+        for extent in value._shape:
             out.append(_i64(extent))
         out.append(_i64(value.linear_offset()))
     return pack

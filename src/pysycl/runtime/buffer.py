@@ -2,10 +2,13 @@
 
 ``sycl.buffer(ndarray)`` uses the array's memory: on a device that can reach host memory
 (the native CPU) kernels work on it in place; elsewhere the runtime copies to the device
-on first use and back on ``host_accessor`` or ``close()``. Each buffer remembers its
-last writer and the readers since; a new command group that reads waits for the writer
-(RAW), one that writes waits for both (WAW, WAR). ``host_accessor`` takes part in the
-same ordering: while it is open, later commands on the buffer wait.
+on first use and back on ``host_accessor``, ``close()`` or when the last reference to
+the buffer goes away (SYCL 2020 4.7.2.3: destruction waits for the buffer's commands and
+writes back). Each buffer remembers its last writer and the readers since; a new command
+group that reads waits for the writer (RAW), one that writes waits for both (WAW, WAR).
+``host_accessor`` takes part in the same ordering: while it is open, later commands on
+the buffer wait. A sub-buffer, ``sycl.buffer(parent, offset, sub_range)``, is a
+contiguous part of its parent: it shares the parent's memory and ordering.
 
 >>> import numpy as np, pysycl as sycl
 >>> a = np.zeros(4, np.int32)
@@ -17,7 +20,10 @@ same ordering: while it is open, later commands on the buffer wait.
 """
 from __future__ import annotations
 
+import atexit
+import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -25,11 +31,13 @@ from .. import types
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from ..properties.arguments import no_init_key
+from ..properties.base import properties as property_list
+from ..properties.base import property as _property
 from .event import USER, complete, new_event
 from .ranges import id as id_
 from .ranges import range as range_
-from .usm import alloc_on
 from .pickling import not_picklable
+from .usm import alloc_on
 
 _access_lock = threading.Lock()
 _READ = types.access_mode.read_only
@@ -56,38 +64,65 @@ def _has_no_init(properties) -> bool:
     return any(isinstance(p, no_init_key) for p in properties)
 
 
-class buffer:
-    """``sycl.buffer(ndarray)`` or ``sycl.buffer(shape, dtype)``; ``with`` or ``close()``
-    writes results back to the array."""
+def _is_properties(arg) -> bool:
+    return isinstance(arg, (_property, property_list)) or (
+        isinstance(arg, list) and all(isinstance(p, _property) for p in arg))
 
-    __reduce__ = not_picklable("buffer", "send its data (np.array(sycl.host_accessor(buf))) "
-                               "and make a new buffer there")
 
-    def __init__(self, data=None, dtype=None, *, shape=None, properties=None):
-        if rt_props.is_property_list(dtype):      # buffer(array, property_list), as in C++
-            dtype, properties = None, rt_props.as_properties(dtype).merge(
-                rt_props.as_properties(properties))
-        self._properties = rt_props.buffer_properties(properties, data)
-        if shape is not None:
-            data = shape
-        if isinstance(data, np.ndarray):
-            if dtype is not None and np.dtype(dtype) != data.dtype:
-                raise exception(errc.invalid, f"buffer dtype {np.dtype(dtype)} does not match "
-                                f"the array's {data.dtype}")
-            if data.flags.c_contiguous and data.flags.writeable:
-                self._host, self._user = data, None
-            else:  # work on a contiguous copy, written back on close
-                self._host = np.ascontiguousarray(data).copy()
-                self._user = data if data.flags.writeable else None
-        elif isinstance(data, (int, np.integer, tuple, list)):
-            shape = (int(data),) if isinstance(data, (int, np.integer)) else tuple(data)
-            self._host, self._user = np.zeros(shape, np.dtype(dtype or np.float32)), None
+def _access_args(args, mode, properties, rng, offset, what: str):
+    """SYCL's positional forms ``(range[, offset][, mode][, properties])``, told apart
+    by type; a plain tuple is a range, then an offset."""
+    for arg in args:
+        if isinstance(arg, (types.access_mode, str)) or hasattr(arg, "value") and \
+                isinstance(getattr(arg, "value"), str) and not _is_properties(arg):
+            mode = arg
+        elif _is_properties(arg):
+            properties = arg
+        elif isinstance(arg, id_) or (rng is not None and offset is None and
+                                      isinstance(arg, (tuple, list, int))):
+            offset = arg
+        elif isinstance(arg, (range_, tuple, list, int)) and rng is None:
+            rng = arg
         else:
-            raise exception(errc.invalid, "sycl.buffer takes a NumPy array or (shape, dtype), "
-                            f"not {type(data).__name__}")
-        self.shape = self._host.shape
-        self.dtype = self._host.dtype
-        self._host_ptr = self._host.ctypes.data
+            raise exception(errc.accessor, f"{what}: unexpected argument {arg!r} (expected "
+                            "a range, an id offset, an access mode or properties)")
+    return mode, properties, rng, offset
+
+
+def _ints(value) -> tuple:
+    return (int(value),) if isinstance(value, (int, np.integer)) else tuple(int(v) for v in value)
+
+
+def _check_box(shape, rng, offset, what: str) -> tuple[tuple, tuple]:
+    """``(range, offset)`` of an access to a buffer of ``shape``: checked to lie inside."""
+    rng = shape if rng is None else _ints(rng)
+    offset = (0,) * len(shape) if offset is None else _ints(offset)
+    if len(rng) != len(shape) or len(offset) != len(shape) or any(
+            v < 0 for v in rng + offset) or any(
+            o + r > s for o, r, s in zip(offset, rng, shape)):
+        raise exception(errc.accessor, f"{what}: range {rng} at offset {offset} does not fit "
+                        f"the buffer's {shape}")
+    return rng, offset
+
+
+def _linear(shape, index) -> int:
+    out = 0
+    for i, s in zip(index, shape):
+        out = out * s + i
+    return out
+
+
+class _Memory:
+    """The storage a buffer and its sub-buffers share: the host copy, device copies and
+    which of them are current, and the commands using it. Ordering covers the whole
+    memory, so commands on overlapping sub-buffers run in submission order."""
+
+    def __init__(self, host: np.ndarray, user, properties):
+        self._properties = properties
+        self._host = host.reshape(-1)
+        self._user = user             # a non-contiguous user array written back on close
+        self.nbytes = host.nbytes
+        self._host_ptr = host.ctypes.data
         self._last_write = None
         self._readers: list = []
         self._device_mem: dict = {}   # (id ctx handle, id desc) -> (driver, alloc, ctx)
@@ -95,44 +130,9 @@ class buffer:
         self._lock = threading.Lock()
         self._closed = False
 
-    # Info ------------------------------------------------------------------------------
-    def has_property(self, key) -> bool:
-        """``buf.has_property(sycl.property.buffer.use_host_ptr)``."""
-        return rt_props.has_named(self._properties, key)
-
-    def get_property(self, key):
-        """The buffer's property of class ``key``; ``errc.invalid`` if it has none."""
-        return self._properties.get_property(key)
-
-    def get_range(self):
-        return range_(*self.shape) if self.shape else range_(1)
-
-    @property
-    def size(self) -> int:
-        return self._host.size
-
-    def get_count(self) -> int:
-        return self._host.size
-
-    @property
-    def nbytes(self) -> int:
-        return self._host.nbytes
-
-    def get_size(self) -> int:
-        return self._host.nbytes
-
-    def get_access(self, cgh=None, mode=types.access_mode.read_write, properties=None, **kw):
-        """``buf.get_access(cgh, mode)``: an accessor (with ``cgh``) or a host accessor."""
-        if cgh is None:
-            return host_accessor(self, mode, properties)
-        return accessor(self, cgh, mode, properties, **kw)
-
-    def get_host_access(self, mode=types.access_mode.read_write):
-        return host_accessor(self, mode)
-
     # Ordering --------------------------------------------------------------------------
     def _register(self, ev, write: bool) -> list:
-        """Make ``ev`` the newest user of the buffer; the events it must wait for."""
+        """Make ``ev`` the newest user of the memory; the events it must wait for."""
         if self._closed:
             raise exception(errc.invalid, "this sycl.buffer was closed")
         with _access_lock:
@@ -175,22 +175,22 @@ class buffer:
                     mem = alloc_on(dev.driver, desc, self.nbytes, "buffer", ctx.handle)
                     # The context handle is kept so its id stays unique while in use.
                     entry = self._device_mem[key] = (dev.driver, mem, ctx.handle)
-        mem = entry[1]
-        return mem
+        return entry[1]
 
-    def _prepare_device(self, dev, ctx, stream, write: bool, no_init: bool) -> None:
-        """Before a command runs on ``dev``: copy in if its copy is stale; after a write
-        only that copy is current. Runs in command order (accesses are ordered)."""
+    def _prepare_device(self, dev, ctx, stream, write: bool, discard: bool) -> None:
+        """Before a command runs on ``dev``: copy in if its copy is stale, unless the
+        command overwrites all of it (``discard``: no_init over the whole memory);
+        after a write only that copy is current. Runs in command order."""
         desc = dev._desc
         if desc.extra.get("host_accessible"):
-            if not no_init:
+            if not discard:
                 self._make_host_valid()
             if write:
                 self._valid = {"host"}
             return
         key = (id(ctx.handle), id(desc))
         mem = self._memory_for(dev, ctx)
-        if key not in self._valid and not no_init:
+        if key not in self._valid and not discard:
             self._make_host_valid()
             dev.driver.copy(stream, mem, 0, memoryview(self._host).cast("B"), 0,
                             self.nbytes).wait()
@@ -204,9 +204,9 @@ class buffer:
         if write:
             self._valid = {"host"}
 
-    # Life ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Wait for every use, then write the contents back to the original array."""
+        """Wait for every use, write the contents back to the user's array, free the
+        device copies."""
         if self._closed:
             return
         self._wait_all()
@@ -219,6 +219,149 @@ class buffer:
         self._device_mem.clear()
         self._closed = True
 
+
+# Buffers alive at interpreter exit are closed (waited for and written back) while the
+# runtime's threads still run: after that a finalizer could wait forever.
+_live: "weakref.WeakSet[buffer]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_buffers() -> None:
+    for buf in list(_live):
+        try:
+            buf.close()
+        except Exception as e:  # noqa: BLE001 - exiting: report, go on with the others
+            print(f"pysycl: writing back {buf!r} at exit failed: {e}", file=sys.stderr)
+
+
+class buffer:
+    """``sycl.buffer(ndarray)`` or ``sycl.buffer(shape, dtype)``; ``with``, ``close()`` or
+    dropping the last reference waits for its commands and writes results back to the
+    array. ``sycl.buffer(parent, offset, sub_range)`` is a sub-buffer: ``sub_range``
+    elements of ``parent`` from ``offset`` (an id), contiguous in the parent."""
+
+    __reduce__ = not_picklable("buffer", "send its data (np.array(sycl.host_accessor(buf))) "
+                               "and make a new buffer there")
+
+    def __init__(self, data=None, dtype=None, sub_range=None, *, shape=None, properties=None):
+        self._parent = None
+        if isinstance(data, buffer):
+            self._init_sub(data, dtype, sub_range)
+            return
+        if rt_props.is_property_list(dtype):      # buffer(array, property_list), as in C++
+            dtype, properties = None, rt_props.as_properties(dtype).merge(
+                rt_props.as_properties(properties))
+        self._properties = rt_props.buffer_properties(properties, data)
+        if sub_range is not None:
+            raise exception(errc.invalid, "sycl.buffer(parent, offset, sub_range) needs a "
+                            f"sycl.buffer as parent, not {type(data).__name__}")
+        if shape is not None:
+            data = shape
+        if isinstance(data, np.ndarray):
+            if dtype is not None and np.dtype(dtype) != data.dtype:
+                raise exception(errc.invalid, f"buffer dtype {np.dtype(dtype)} does not match "
+                                f"the array's {data.dtype}")
+            if data.flags.c_contiguous and data.flags.writeable:
+                host, user = data, None
+            else:  # work on a contiguous copy, written back on close
+                host = np.ascontiguousarray(data).copy()
+                user = data if data.flags.writeable else None
+        elif isinstance(data, (int, np.integer, tuple, list)):
+            shape = (int(data),) if isinstance(data, (int, np.integer)) else tuple(data)
+            host, user = np.zeros(shape, np.dtype(dtype or np.float32)), None
+        else:
+            raise exception(errc.invalid, "sycl.buffer takes a NumPy array or (shape, dtype), "
+                            f"not {type(data).__name__}")
+        self.shape = host.shape
+        self.dtype = host.dtype
+        self._base = 0
+        self._mem = _Memory(host, user, self._properties)
+        _live.add(self)
+
+    def _init_sub(self, parent: "buffer", offset, sub_range) -> None:
+        """SYCL 2020 4.7.2.2: the region must lie in the parent and be contiguous there."""
+        if parent._parent is not None:
+            raise exception(errc.invalid, "cannot make a sub-buffer of a sub-buffer")
+        if offset is None or sub_range is None:
+            raise exception(errc.invalid, "a sub-buffer needs sycl.buffer(parent, offset, "
+                            "sub_range)")
+        shape = parent.shape or (1,)
+        try:
+            rng, off = _check_box(shape, sub_range, offset, "sub-buffer")
+        except exception as e:
+            raise exception(errc.invalid, str(e)) from None
+        first = next((d for d, r in enumerate(rng) if r > 1), len(rng))
+        if 0 not in rng and any(rng[d] != shape[d] for d in range(first + 1, len(rng))):
+            raise exception(errc.invalid, f"sub-buffer of range {rng} at offset {off} is not "
+                            f"contiguous in its parent of range {shape} (every dimension after "
+                            "the first one longer than 1 must be whole)")
+        self._parent = parent
+        self._properties = parent._properties
+        self._mem = parent._mem
+        self._base = parent._base + _linear(shape, off)
+        self.shape = rng
+        self.dtype = parent.dtype
+
+    # Info ------------------------------------------------------------------------------
+    def has_property(self, key) -> bool:
+        """``buf.has_property(sycl.property.buffer.use_host_ptr)``."""
+        return rt_props.has_named(self._properties, key)
+
+    def get_property(self, key):
+        """The buffer's property of class ``key``; ``errc.invalid`` if it has none."""
+        return self._properties.get_property(key)
+
+    def get_range(self):
+        return range_(*self.shape) if self.shape else range_(1)
+
+    def is_sub_buffer(self) -> bool:
+        return self._parent is not None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def get_count(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def get_size(self) -> int:
+        return self.nbytes
+
+    def get_access(self, cgh=None, *args, **kw):
+        """``buf.get_access(cgh, mode)``: an accessor (with ``cgh``) or a host accessor."""
+        if cgh is None:
+            return host_accessor(self, *args, **kw)
+        return accessor(self, cgh, *args, **kw)
+
+    def get_host_access(self, *args, **kw):
+        return host_accessor(self, *args, **kw)
+
+    def _host_array(self) -> np.ndarray:
+        """The host copy of this buffer's elements, in its shape (no copy)."""
+        flat = self._mem._host
+        return flat[self._base:self._base + self.size].reshape(self.shape or (1,))
+
+    # Life ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Wait for every use, then write the contents back to the original array (a
+        sub-buffer waits; its parent writes back)."""
+        if self._parent is not None:
+            self._mem._wait_all()
+            return
+        self._mem.close()
+        _live.discard(self)
+
+    def __del__(self):
+        # The last reference: SYCL's destructor semantics. Not while the interpreter
+        # shuts down (the atexit hook closed what was open then).
+        mem = self.__dict__.get("_mem")
+        if mem is not None and self._parent is None and not sys.is_finalizing():
+            mem.close()
+
     def __enter__(self) -> "buffer":
         return self
 
@@ -226,38 +369,41 @@ class buffer:
         self.close()
 
     def __repr__(self):
-        return f"<sycl.buffer shape={self.shape} dtype={self.dtype}>"
+        sub = " sub-buffer" if self._parent is not None else ""
+        return f"<sycl.buffer{sub} shape={self.shape} dtype={self.dtype}>"
 
 
 class accessor:
-    """``sycl.accessor(buf, cgh, mode=read_write, properties=None)``; in a host task
-    it indexes like the NumPy array it views. ``sycl.accessor[T, D, mode]`` annotates a
-    kernel parameter."""
+    """``sycl.accessor(buf, cgh, [range, [offset,]] mode=read_write, properties=None)``;
+    in a host task it indexes like the NumPy array it views. ``sycl.accessor[T, D,
+    mode]`` annotates a kernel parameter. A ranged accessor (``range``, ``offset``)
+    sees ``range`` elements from ``offset``; its indices start at zero."""
 
     __reduce__ = not_picklable("accessor", "send the buffer's data instead")
 
-    __slots__ = ("buffer", "mode", "no_init", "_cgh", "_range", "_offset", "properties")
+    __slots__ = ("_mem", "_base", "_shape", "_dtype", "mode", "no_init", "_discard", "_cgh",
+                 "_range", "_offset", "properties")
 
-    def __init__(self, buf, cgh=None, mode=types.access_mode.read_write, properties=None, *,
-                 range=None, offset=None):
+    def __init__(self, buf, cgh=None, *args, mode=types.access_mode.read_write,
+                 properties=None, range=None, offset=None):
         if not isinstance(buf, buffer):
             raise exception(errc.accessor, f"sycl.accessor needs a sycl.buffer, not "
                             f"{type(buf).__name__}")
         if isinstance(cgh, (types.access_mode, str)):  # accessor(buf, mode) without cgh
-            cgh, mode = None, cgh
-        self.buffer = buf
+            cgh, args = None, (cgh, *args)
+        mode, properties, range, offset = _access_args(args, mode, properties, range, offset,
+                                                       "sycl.accessor")
+        self._mem, self._base, self._dtype = buf._mem, buf._base, buf.dtype
+        self._shape = buf.shape or (1,)
         self.mode = _mode(mode)
         self.properties = properties
         self.no_init = _has_no_init(properties)
         if self.no_init and self.mode is _READ:
             raise exception(errc.accessor, "no_init cannot be used with a read_only accessor")
-        shape = buf.shape or (1,)
-        self._range = tuple(range) if range is not None else shape
-        self._offset = tuple(offset) if offset is not None else (0,) * len(shape)
-        if len(self._range) != len(shape) or any(
-                o + r > s for o, r, s in zip(self._offset, self._range, shape)):
-            raise exception(errc.accessor, f"accessor range {self._range} at offset "
-                            f"{self._offset} exceeds the buffer's {shape}")
+        self._range, self._offset = _check_box(self._shape, range, offset, "sycl.accessor")
+        # no_init lets a command skip copying in only what it may overwrite: all of it.
+        self._discard = self.no_init and self._range == self._shape and \
+            buf.size * buf.dtype.itemsize == self._mem.nbytes
         self._cgh = cgh
         if cgh is not None:
             rt_props.check_context_bound(buf._properties, cgh._queue.get_context())
@@ -276,7 +422,7 @@ class accessor:
 
     @property
     def dtype(self):
-        return self.buffer.dtype
+        return self._dtype
 
     def get_range(self):
         return range_(*self._range)
@@ -285,21 +431,21 @@ class accessor:
         return id_(*self._offset)
 
     def get_count(self) -> int:
-        return int(np.prod(self._range))
+        return int(np.prod(self._range, dtype=np.int64))
 
     def get_size(self) -> int:
-        return self.get_count() * self.buffer.dtype.itemsize
+        return self.get_count() * self._dtype.itemsize
+
+    def is_placeholder(self) -> bool:
+        return self._cgh is None
 
     def linear_offset(self) -> int:
-        """Element offset of the accessor's origin (the ABI's ``i64`` offset)."""
-        shape = self.buffer.shape or (1,)
-        off = 0
-        for o, s in zip(self._offset, shape):
-            off = off * s + o
-        return off
+        """Element offset of the accessor's origin in the memory (the ABI's ``i64``)."""
+        return self._base + _linear(self._shape, self._offset)
 
     def _host_view(self) -> np.ndarray:
-        base = self.buffer._host.reshape(self.buffer.shape or (1,))
+        flat = self._mem._host
+        base = flat[self._base:self._base + int(np.prod(self._shape))].reshape(self._shape)
         view = base[tuple(slice(o, o + r) for o, r in zip(self._offset, self._range))]
         if not self.write:
             view = view.view()
@@ -322,28 +468,39 @@ class accessor:
         return self._range[0]
 
     def __repr__(self):
-        return f"<sycl.accessor {self.mode.value} {self._range} of {self.buffer!r}>"
+        return f"<sycl.accessor {self.mode.value} {self._range} at {self._offset} " \
+               f"of a buffer of {self._shape} {self._dtype}>"
 
 
 class host_accessor:
-    """``with sycl.host_accessor(buf, mode) as view:`` a NumPy view of the contents,
-    after every command that writes (or, for write modes, uses) the buffer finished.
-    Later command groups on the buffer wait until it is closed."""
+    """``with sycl.host_accessor(buf, [range, [offset,]] mode) as view:`` a NumPy view of
+    the contents (of ``range`` elements from ``offset``), after every command that
+    writes (or, for write modes, uses) the buffer finished. Later command groups on the
+    buffer wait until it is closed."""
 
     __reduce__ = not_picklable("host_accessor", "send np.array(acc) (a copy) instead")
 
-    def __init__(self, buf, mode=types.access_mode.read_write, properties=None):
+    def __init__(self, buf, *args, mode=types.access_mode.read_write, properties=None,
+                 range=None, offset=None):
         if not isinstance(buf, buffer):
             raise exception(errc.accessor, f"sycl.host_accessor needs a sycl.buffer, not "
                             f"{type(buf).__name__}")
-        self.buffer = buf
+        mode, properties, range, offset = _access_args(args, mode, properties, range, offset,
+                                                       "sycl.host_accessor")
         self.mode = _mode(mode)
+        shape = buf.shape or (1,)
+        self._range, self._offset = _check_box(shape, range, offset, "sycl.host_accessor")
         write = self.mode is not _READ
+        mem = buf._mem
         self._event = new_event(None, USER, None)
-        for dep in buf._register(self._event, write):
+        for dep in mem._register(self._event, write):
             dep.wait()
-        buf._make_host_valid(write)
-        view = buf._host.reshape(buf.shape)
+        mem._make_host_valid(write)
+        view = buf._host_array()
+        if buf.shape:
+            view = view[tuple(slice(o, o + r) for o, r in zip(self._offset, self._range))]
+        else:
+            view = view.reshape(())
         if not write:
             view = view.view()
             view.flags.writeable = False
@@ -379,7 +536,13 @@ class host_accessor:
         return len(self._view)
 
     def get_range(self):
-        return range_(*self._view.shape)
+        return range_(*self._range)
+
+    def get_offset(self):
+        return id_(*self._offset)
+
+    def get_count(self) -> int:
+        return int(np.prod(self._range, dtype=np.int64))
 
 
 class local_accessor:

@@ -168,8 +168,8 @@ class handler:
         def run():
             if accs:
                 for acc in accs:
-                    acc.buffer._prepare_device(q._device, q._context, stream, acc.write,
-                                               acc.no_init)
+                    acc._mem._prepare_device(q._device, q._context, stream, acc.write,
+                                             acc._discard)
             # ``keep`` (interop objects) lives in this closure until the event completes.
             return launcher.launch(stream, g, l, off, packed, local_bytes)
 
@@ -281,6 +281,15 @@ class handler:
         from . import memops
         memops.mem_advise(self, ptr, num_bytes, advice)
 
+    def update_host(self, acc: accessor) -> None:
+        """Make the host copy of ``acc``'s buffer current (SYCL 2020 4.9.4.3)."""
+        if not isinstance(acc, accessor) or acc._cgh is not self:
+            raise exception(errc.accessor, "update_host takes an accessor created for this "
+                            "command group")
+        # A host command: it starts once the writers finished (a stream command could
+        # start behind them on the device queue while the copy runs on another).
+        self._set_command(HOST, acc._mem._make_host_valid, "update_host")
+
     def local_accessor(self, dtype, shape) -> local_accessor:
         """Work-group local memory for a ``sycl.local_accessor[T, D]`` parameter."""
         return local_accessor(dtype, shape, self)
@@ -304,10 +313,7 @@ class handler:
             accs = h._accs  # accessors may be made after host_task() in the cgf
             if accs:
                 for acc in accs:
-                    if not acc.no_init:
-                        acc.buffer._make_host_valid()
-                    if acc.write:
-                        acc.buffer._make_host_valid(True)
+                    acc._mem._make_host_valid(acc.write)
             if takes_handle:
                 fn(interop_handle(q))
             else:

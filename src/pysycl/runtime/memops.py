@@ -24,12 +24,112 @@ from .usm import find_allocation, usm_array
 
 
 class _Side:
-    """One end of a memory command, resolved at submit."""
+    """One end of a memory command, resolved at submit. ``box`` is set for a ranged
+    accessor whose elements are not one contiguous run (see :func:`_box`)."""
 
-    __slots__ = ("mem", "offset", "nbytes", "dtype", "acc")
+    __slots__ = ("mem", "offset", "nbytes", "dtype", "acc", "box")
 
-    def __init__(self, mem, offset, nbytes, dtype, acc=None):
+    def __init__(self, mem, offset, nbytes, dtype, acc=None, box=None):
         self.mem, self.offset, self.nbytes, self.dtype, self.acc = mem, offset, nbytes, dtype, acc
+        self.box = box
+
+    def layout(self) -> tuple:
+        """(first byte, run bytes, ((count, stride bytes), ...) innermost first)."""
+        return self.box if self.box is not None else (self.offset, self.nbytes, ())
+
+
+def _box(shape, offset, rng, item: int) -> tuple:
+    """The sub-box ``rng`` at ``offset`` of a row-major array of ``shape`` as runs of
+    contiguous bytes: (first byte, run bytes, ((count, stride bytes), ...)) with the
+    enclosing dimensions innermost first. Dimensions the box spans fully merge into the
+    run, so a box of whole rows is one run."""
+    strides = [item] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    start = sum(o * st for o, st in zip(offset, strides))
+    d = len(shape) - 1
+    width = rng[d] * item
+    while d > 0 and rng[d] == shape[d]:
+        d -= 1
+        width *= rng[d]
+    outer = tuple((rng[k], strides[k]) for k in range(d - 1, -1, -1) if rng[k] != 1)
+    return start, width, outer
+
+
+def _runs(layout, limit: int):
+    """(byte offset, length) of the contiguous runs of ``layout`` in order, ``limit``
+    bytes in all."""
+    start, width, outer = layout
+    counts = [c for c, _ in reversed(outer)]
+    strides = [st for _, st in reversed(outer)]
+    for idx in np.ndindex(*counts):
+        if limit <= 0:
+            return
+        n = min(width, limit)
+        yield start + sum(i * st for i, st in zip(idx, strides)), n
+        limit -= n
+
+
+def _rect(layout, like=None) -> tuple:
+    """(rect, region) of ``layout`` for Driver.copy_rect; a contiguous ``layout`` takes
+    the shape of ``like`` with dense pitches."""
+    start, width, outer = layout
+    if not outer and like is not None:
+        _, width, like_outer = like
+        outer, pitch = [], width
+        for count, _ in like_outer:
+            outer.append((count, pitch))
+            pitch *= count
+    rows, row_pitch = outer[0] if outer else (1, width)
+    slices, slice_pitch = outer[1] if len(outer) > 1 else (1, rows * row_pitch)
+    return (start, row_pitch, slice_pitch), (width, rows, slices)
+
+
+def _total(layout) -> int:
+    return layout[1] * int(np.prod([c for c, _ in layout[2]], dtype=np.int64))
+
+
+def _shape(layout) -> tuple:
+    return (layout[1], *(c for c, _ in layout[2]))
+
+
+def copy_layouts(driver, stream, dst, dst_layout, src, src_layout, nbytes: int):
+    """Copy ``nbytes`` from ``src`` to ``dst`` in the row-major order of each side's
+    layout: one rectangular copy where the boxes match (or one side is contiguous),
+    else run by run. Returns the last command's token."""
+    if not dst_layout[2] and not src_layout[2]:
+        return driver.copy(stream, dst, dst_layout[0], src, src_layout[0], nbytes)
+    if nbytes == _total(src_layout) == _total(dst_layout) and len(
+            dst_layout[2] or src_layout[2]) <= 2:
+        if _shape(dst_layout) == _shape(src_layout) or not src_layout[2] or not dst_layout[2]:
+            d_rect, region = _rect(dst_layout, src_layout)
+            s_rect, _ = _rect(src_layout, dst_layout)
+            return driver.copy_rect(stream, dst, d_rect, src, s_rect, region)
+    token = None
+    d_runs, s_runs = _runs(dst_layout, nbytes), _runs(src_layout, nbytes)
+    (d_at, d_left), (s_at, s_left) = next(d_runs, (0, 0)), next(s_runs, (0, 0))
+    while d_left and s_left:
+        n = min(d_left, s_left)
+        token = driver.copy(stream, dst, d_at, src, s_at, n)
+        d_at, d_left, s_at, s_left = d_at + n, d_left - n, s_at + n, s_left - n
+        if not d_left:
+            d_at, d_left = next(d_runs, (0, 0))
+        if not s_left:
+            s_at, s_left = next(s_runs, (0, 0))
+    return token
+
+
+def fill_layout(driver, stream, dst, layout, pattern: bytes, nbytes: int):
+    """Repeat ``pattern`` over the first ``nbytes`` of ``layout`` (see copy_layouts)."""
+    if not layout[2]:
+        return driver.fill(stream, dst, layout[0], pattern, nbytes)
+    if nbytes == _total(layout):
+        rect, region = _rect(layout)
+        return driver.fill_rect(stream, dst, rect, pattern, region)
+    token = None
+    for at, n in _runs(layout, nbytes):
+        token = driver.fill(stream, dst, at, pattern, n)
+    return token
 
 
 def _side(cgh, obj, what: str, write: bool) -> _Side:
@@ -44,7 +144,10 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         if write and not obj.write:
             raise exception(errc.accessor, f"{what}: cannot write through a read_only accessor")
         item = obj.dtype.itemsize
-        return _Side(None, obj.linear_offset() * item, obj.get_count() * item, obj.dtype, obj)
+        start, width, outer = _box(obj._shape, obj._offset, obj._range, item)
+        start += obj._base * item
+        return _Side(None, start, obj.get_count() * item, obj.dtype, obj,
+                     (start, width, outer) if outer else None)
     if isinstance(obj, (bytes, bytearray, memoryview)) or hasattr(obj, "__array_interface__") \
             or isinstance(obj, np.ndarray):
         arr = np.asarray(obj) if not isinstance(obj, (bytes, bytearray, memoryview)) else \
@@ -129,8 +232,10 @@ def _submit_dg_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None
             else:
                 staging = bytearray(nbytes)
                 smem = _resolve(q, src, stream, False)
-                tok = driver.copy(stream, memoryview(staging), 0, smem, src.offset, nbytes)
-                tok.wait()
+                tok = copy_layouts(driver, stream, memoryview(staging), (0, nbytes, ()), smem,
+                                   src.layout(), nbytes)
+                if tok is not None:
+                    tok.wait()
                 data = staging
             inst.host_write(stream, off, data)
             return None
@@ -140,7 +245,8 @@ def _submit_dg_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None
         def run():
             data = inst.host_read(stream, off, nbytes)
             dmem = _resolve(q, dst, stream, True)
-            return driver.copy(stream, dmem, dst.offset, memoryview(bytearray(data)), 0, nbytes)
+            return copy_layouts(driver, stream, dmem, dst.layout(),
+                                memoryview(bytearray(data)), (0, nbytes, ()), nbytes)
     cgh._set_command(STREAM, run, what)
 
 
@@ -154,26 +260,26 @@ def _host_bytes(side: _Side, nbytes: int):
 def _resolve(q, side: _Side, stream, write: bool):
     acc = side.acc
     if isinstance(acc, accessor):
-        buf = acc.buffer
-        buf._prepare_device(q._device, q._context, stream, write, acc.no_init and write)
-        return buf._memory_for(q._device, q._context)
+        mem = acc._mem
+        mem._prepare_device(q._device, q._context, stream, write, acc._discard and write)
+        return mem._memory_for(q._device, q._context)
     return side.mem
 
 
 def _submit_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
     q = cgh._queue
     driver, stream = q._driver, q._stream
-    dst_off, src_off = dst.offset, src.offset
+    d_layout, s_layout = dst.layout(), src.layout()
     if not any(isinstance(s.acc, accessor) for s in (dst, src)):
         dmem, smem = dst.mem, src.mem
 
         def run(_keep=(dst.acc, src.acc)):  # host arrays live as long as the command
-            return driver.copy(stream, dmem, dst_off, smem, src_off, nbytes)
+            return driver.copy(stream, dmem, dst.offset, smem, src.offset, nbytes)
     else:
         def run():
             smem = _resolve(q, src, stream, False)
             dmem = _resolve(q, dst, stream, True)
-            return driver.copy(stream, dmem, dst_off, smem, src_off, nbytes)
+            return copy_layouts(driver, stream, dmem, d_layout, smem, s_layout, nbytes)
     cgh._set_command(STREAM, run, what)
 
 
@@ -238,11 +344,11 @@ def copy(cgh, src, dst, count=None, start_index=0) -> None:
 def _submit_fill(cgh, d: _Side, pattern: bytes, nbytes: int, what: str) -> None:
     q = cgh._queue
     driver, stream = q._driver, q._stream
-    off = d.offset
+    layout = d.layout()
 
     def run():
         mem = _resolve(q, d, stream, True)
-        return driver.fill(stream, mem, off, pattern, nbytes)
+        return fill_layout(driver, stream, mem, layout, pattern, nbytes)
     cgh._set_command(STREAM, run, what)
 
 

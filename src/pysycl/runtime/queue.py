@@ -190,7 +190,7 @@ class queue:
         if accs:
             deps = list(deps) if deps else []
             for acc in accs:
-                for d in acc.buffer._register(ev, acc.write):
+                for d in acc._mem._register(ev, acc.write):
                     if d is not ev:
                         deps.append(d)
         if self._in_order:

@@ -81,7 +81,7 @@ def test_pointer_accessor_and_local_packing():
     kinds = [x.kind for x in args]
     assert kinds == [KernelArgKind.mem, KernelArgKind.mem] + [KernelArgKind.scalar] * 3 + \
         [KernelArgKind.local, KernelArgKind.scalar]
-    assert args[1].value == buf._host.ctypes.data
+    assert args[1].value == buf._mem._host.ctypes.data
     assert [int.from_bytes(x.value, "little") for x in args[2:5]] == [4, 6, 0]
     assert args[5].value == 40 and local == 40
     wrong = sycl.malloc_device(8, np.int32, q)

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...errors import errc, exception
-from ..base import DeviceDescription, Driver, KernelArg, KernelArgKind
+from ..base import DeviceDescription, Driver, KernelArg, KernelArgKind, rect_extent
 from .target import LOCAL_ARG_ALIGN, cuda_target, ptx_symbol
 
 try:
@@ -749,6 +749,37 @@ class CudaDriver(Driver):
                 res = cu.cuMemcpyDtoHAsync(d, s, nbytes, stream.handle)
             if res[0] != 0:
                 _fail(res[0], f"copy of {nbytes} bytes")
+        del keep_d, keep_s
+        return self._done(stream, begun)
+
+    def copy_rect(self, stream: CudaStream, dst, dst_rect, src, src_rect, region):
+        """A box with device memory on one side: one cuMemcpy2DAsync per slice (device
+        and USM sides by unified address, host buffers as host memory)."""
+        width, rows, slices = region
+        d_dev, s_dev = isinstance(dst, CudaAllocation), isinstance(src, CudaAllocation)
+        if not (d_dev or s_dev) or not (width and rows and slices):
+            return super().copy_rect(stream, dst, dst_rect, src, src_rect, region)
+        if stream is None:                     # outside any queue: synchronous
+            stream = (dst if d_dev else src).device.aux_stream()
+            self.copy_rect(stream, dst, dst_rect, src, src_rect, region).wait()
+            return _DONE
+        d, keep_d = self._span(dst, dst_rect[0], rect_extent(dst_rect, region), True)
+        s, keep_s = self._span(src, src_rect[0], rect_extent(src_rect, region), False)
+        unified, host = cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED, cu.CUmemorytype.CU_MEMORYTYPE_HOST
+        begun = self._begin(stream)
+        for k in range(slices):
+            p = cu.CUDA_MEMCPY2D()
+            if d_dev:
+                p.dstMemoryType, p.dstDevice = unified, d + k * dst_rect[2]
+            else:
+                p.dstMemoryType, p.dstHost = host, d + k * dst_rect[2]
+            if s_dev:
+                p.srcMemoryType, p.srcDevice = unified, s + k * src_rect[2]
+            else:
+                p.srcMemoryType, p.srcHost = host, s + k * src_rect[2]
+            p.dstPitch, p.srcPitch = dst_rect[1], src_rect[1]
+            p.WidthInBytes, p.Height = width, rows
+            self._ok(cu.cuMemcpy2DAsync(p, stream.handle), f"copy of a {region} byte box")
         del keep_d, keep_s
         return self._done(stream, begun)
 

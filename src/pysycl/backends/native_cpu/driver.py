@@ -22,7 +22,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pysycl import config
-from pysycl.backends.base import AddressSpace, DeviceDescription, Driver, KernelArg, Target
+from pysycl.backends.base import (AddressSpace, DeviceDescription, Driver, KernelArg, Target,
+                                  rect_extent)
 
 # Cache-line alignment: what NumPy's allocator does not promise, and what vectorised
 # kernel loops and the SYCL "alignment of USM is at least the largest scalar" rule need.
@@ -102,6 +103,16 @@ def _address(mem: Any) -> int:
         return mem.ctypes.data
     arr = np.frombuffer(mem, dtype=np.uint8)  # memoryview / bytes-like
     return arr.ctypes.data if arr.size else 0
+
+
+def _box(mem: Any, rect, region) -> np.ndarray:
+    """A (slices, rows, bytes) strided uint8 view of a box of host memory (copy_rect)."""
+    offset, row_pitch, slice_pitch = rect
+    width, rows, slices = region
+    block = (ctypes.c_char * rect_extent(rect, region)).from_address(_address(mem) + offset)
+    flat = np.frombuffer(block, dtype=np.uint8)
+    return np.lib.stride_tricks.as_strided(flat, (slices, rows, width),
+                                           (slice_pitch, row_pitch, 1))
 
 
 def _cpu_name() -> str:
@@ -211,6 +222,19 @@ class NativeCpuDriver(Driver):
         pat = np.frombuffer(pattern, dtype=np.uint8)
         view[:count * len(pattern)].reshape(count, len(pattern))[:] = pat
         view[count * len(pattern):] = pat[:rest]
+        return DONE
+
+    def copy_rect(self, stream, dst, dst_rect, src, src_rect, region):
+        if all(region):
+            _box(dst, dst_rect, region)[...] = _box(src, src_rect, region)
+        return DONE
+
+    def fill_rect(self, stream, dst, rect, pattern: bytes, region):
+        width, rows, slices = region
+        if width and rows and slices:
+            pat = np.frombuffer(pattern, dtype=np.uint8)
+            box = _box(dst, rect, region).reshape(slices, rows, width // len(pat), len(pat))
+            box[...] = pat
         return DONE
 
     # Code -----------------------------------------------------------------------------

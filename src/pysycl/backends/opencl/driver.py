@@ -45,7 +45,8 @@ import threading
 import time
 from typing import Any, Mapping, Sequence
 
-from pysycl.backends.base import DeviceDescription, Driver, KernelArg, KernelArgKind
+from pysycl.backends.base import (DeviceDescription, Driver, KernelArg, KernelArgKind,
+                                  rect_extent)
 from pysycl.backends.opencl import cl_ext, environment
 from pysycl.backends.opencl.target import target_for_il_version
 from pysycl.errors import errc, exception
@@ -473,6 +474,35 @@ class OpenCLDriver(Driver):
                              wait_for=wait, is_blocking=False)
         return OpenCLEvent(ev, host, queue)
 
+    def copy_rect(self, stream: Any, dst: Any, dst_rect, src: Any, src_rect, region):
+        """A box in one command where a ``cl.Buffer`` is involved (clEnqueue{Read,Write,
+        Copy}BufferRect); USM and host-to-host boxes go row by row."""
+        d_buf = isinstance(dst, OpenCLAllocation) and dst.buffer is not None
+        s_buf = isinstance(src, OpenCLAllocation) and src.buffer is not None
+        if not (d_buf or s_buf) or not all(region) or (d_buf and s_buf and dst is src):
+            return super().copy_rect(stream, dst, dst_rect, src, src_rect, region)
+        if stream is None:   # outside any queue (buffer write-back to the host)
+            alloc = dst if d_buf else src
+            stream = self._queue_for(alloc.context, alloc.device)
+        dst, src = _buffer_or_host(dst), _buffer_or_host(src)
+        d_org, d_pitch = _rect_origin(dst_rect)
+        s_org, s_pitch = _rect_origin(src_rect)
+        reg = tuple(region)
+        if d_buf and s_buf:
+            ev = cl.enqueue_copy(stream, dst.buffer, src.buffer, src_origin=s_org,
+                                 dst_origin=d_org, region=reg, src_pitches=s_pitch,
+                                 dst_pitches=d_pitch)
+            return OpenCLEvent(ev, None, stream)
+        host_rect, buf_org, buf_pitch = (src_rect, d_org, d_pitch) if d_buf else \
+            (dst_rect, s_org, s_pitch)
+        host = _host_bytes(src if d_buf else dst, host_rect[0], rect_extent(host_rect, reg))
+        kw = dict(buffer_origin=buf_org, host_origin=(0, 0, 0), region=reg,
+                  buffer_pitches=buf_pitch, host_pitches=tuple(host_rect[1:]),
+                  is_blocking=False)
+        ev = cl.enqueue_copy(stream, dst.buffer, host, **kw) if d_buf else \
+            cl.enqueue_copy(stream, host, src.buffer, **kw)
+        return OpenCLEvent(ev, host, stream)
+
     def fill(self, stream: Any, dst: Any, offset: int, pattern: bytes, nbytes: int, *,
              wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
         """Repeat ``pattern`` (1, 2, 4, ... 128 bytes, dividing ``nbytes``) over the range."""
@@ -801,6 +831,15 @@ def _address(buf, offset: int, nbytes: int) -> tuple[int, Any]:
         return buf.ptr + offset, None
     arr = _host_bytes(buf, offset, nbytes)
     return arr.ctypes.data, arr
+
+
+def _rect_origin(rect) -> tuple[tuple[int, int, int], tuple[int, int]]:
+    """(origin, pitches) of a copy_rect side for the *BufferRect commands: the byte
+    offset split over (x, y, z) so every part stays inside its pitch."""
+    offset, row_pitch, slice_pitch = rect
+    z, rest = divmod(offset, slice_pitch)
+    y, x = divmod(rest, row_pitch)
+    return (x, y, z), (row_pitch, slice_pitch)
 
 
 def _buffer_or_host(mem):
