@@ -1,0 +1,101 @@
+"""A buffer's destruction waits for its commands and writes the results back (SYCL 2020
+4.7.2.3), on every backend: dropped with ``del``, going out of scope, or still alive at
+interpreter exit; with a contiguous or a strided host array. Each case runs in a fresh
+process (a crash or hang there is a failure)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+_PRELUDE = """
+import atexit, sys
+import numpy as np
+EXIT = {}
+# Registered before pysycl is imported, so it runs after pysycl's own exit hook.
+atexit.register(lambda: print("EXIT", EXIT["check"]() if "check" in EXIT else "none",
+                              flush=True))
+import pysycl as sycl
+dev = [d for d in sycl.device.get_devices() if d.backend.name == BACKEND][0]
+q = sycl.queue(dev)
+
+@sycl.kernel
+def scale(it: sycl.item[2], acc: sycl.accessor[np.float64, 2, sycl.read_write]):
+    acc[it] = acc[it] * 3.0 + 1.0
+
+rng = np.random.default_rng(7)
+"""
+
+CASES = {
+    "del_before_wait": """
+        a = rng.random((64, 48)); ref = a * 3.0 + 1.0
+        buf = sycl.buffer(a)
+        q.submit(lambda cgh: cgh.parallel_for(sycl.range(64, 48), scale,
+                                              sycl.accessor(buf, cgh)))
+        del buf
+        print("OK", NAME, bool(np.array_equal(a, ref)))
+    """,
+    "strided_array_del": """
+        big = rng.random((128, 96)); before = big.copy()
+        view = big[::2, ::2]
+        buf = sycl.buffer(view)
+        q.submit(lambda cgh: cgh.parallel_for(sycl.range(64, 48), scale,
+                                              sycl.accessor(buf, cgh)))
+        del buf
+        ref = before.copy(); ref[::2, ::2] = before[::2, ::2] * 3.0 + 1.0
+        print("OK", NAME, bool(np.array_equal(big, ref)))
+    """,
+    "out_of_scope": """
+        def work(a):
+            buf = sycl.buffer(a)
+            for _ in range(3):
+                q.submit(lambda cgh: cgh.parallel_for(sycl.range(64, 48), scale,
+                                                      sycl.accessor(buf, cgh)))
+        a = rng.random((64, 48)); ref = ((a * 3.0 + 1.0) * 3.0 + 1.0) * 3.0 + 1.0
+        work(a)
+        print("OK", NAME, bool(np.allclose(a, ref, rtol=0, atol=0)))
+    """,
+    "sub_buffer_outlives_parent_name": """
+        a = rng.random((64, 48)); ref = a.copy(); ref[8:24] = ref[8:24] * 3.0 + 1.0
+        buf = sycl.buffer(a)
+        sub = sycl.buffer(buf, sycl.id(8, 0), sycl.range(16, 48))
+        del buf        # the sub-buffer keeps the parent's memory: no write-back yet
+        q.submit(lambda cgh: cgh.parallel_for(sycl.range(16, 48), scale,
+                                              sycl.accessor(sub, cgh)))
+        del sub
+        print("OK", NAME, bool(np.array_equal(a, ref)))
+    """,
+    "alive_at_exit": """
+        a = rng.random((64, 48)); ref = a * 3.0 + 1.0
+        buf = sycl.buffer(a)
+        q.submit(lambda cgh: cgh.parallel_for(sycl.range(64, 48), scale,
+                                              sycl.accessor(buf, cgh)))
+        EXIT["check"] = lambda: bool(np.array_equal(a, ref))
+        print("OK", NAME, True)
+    """,
+}
+
+
+
+def _run(backend: str, names, tmp_path) -> str:
+    script = tmp_path / "case.py"   # kernels compile from source: a file, not -c
+    body = "".join(f"NAME = {n!r}\n" + textwrap.dedent(CASES[n]) for n in names)
+    script.write_text(f"BACKEND = {backend!r}\n" + _PRELUDE + body)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for n in names:
+        assert f"OK {n} True" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_dropped_buffer_writes_back(device, tmp_path):
+    """del before any wait, a strided array, out of scope, a sub-buffer outliving the
+    parent's name: one process runs them in turn."""
+    names = [n for n in sorted(CASES) if n != "alive_at_exit"]
+    assert "EXIT none" in _run(device.backend.name, names, tmp_path)
+
+
+def test_buffer_alive_at_exit_writes_back(device, tmp_path):
+    assert "EXIT True" in _run(device.backend.name, ["alive_at_exit"], tmp_path)
