@@ -26,6 +26,7 @@ from .device import device as device_cls
 from .event import (STREAM, _token_done, complete, event, issued_event,
                     new_event, set_token)
 from .handler import handler
+from .info import get_info
 from .ranges import nd_range as nd_range_cls
 from .ranges import SIZE_LIMIT
 from .ranges import range as range_cls
@@ -173,6 +174,10 @@ class queue:
 
     def get_backend(self):
         return self._device.backend
+
+    def get_info(self, descriptor):
+        """``q.get_info(sycl.info.queue.device)`` (``context``, ``device``)."""
+        return get_info(self, descriptor)
 
     # Submission --------------------------------------------------------------------------
     def submit(self, cgf, depends_on=None) -> event:

@@ -121,3 +121,10 @@ def test_property_namespace_is_the_property_base():
     assert isinstance(sycl.restrict, sycl.property) and not isinstance(3, sycl.property)
     assert P.no_init is sycl.no_init
     assert sycl.property_list([P.queue.in_order()]) == sycl.properties(P.queue.in_order())
+
+
+def test_queue_get_info(device):
+    ctx = sycl.context(device)
+    q = sycl.queue(ctx, device)
+    assert q.get_info(sycl.info.queue.device) == device
+    assert q.get_info(sycl.info.queue.context) is ctx
