@@ -195,7 +195,7 @@ def update(table: dict) -> dict:
         link = entry.get("test", "")
         if not present:
             entry["test"] = ""
-        elif not (link and test_uses(link, entry, functions)):
+        elif not (link and "/cuda/" not in link and test_uses(link, entry, functions)):
             entry["test"] = find_test(entry, functions) or FALLBACK_TEST
     covered = {e["python"].partition(":")[2 if ":" in e["python"] else 0].partition(".")[0]
                for _s, e in entries(table) if e.get("python")}
