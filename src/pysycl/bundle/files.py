@@ -130,7 +130,8 @@ def _metadata_module(reg: ps.PropertySetRegistry) -> Module:
     m = Module("loaded")
     for name in reg.get(ps.KERNEL_NAMES) or {}:
         m.functions.append(Function(name, "kernel", [],
-                                    properties=metadata_kernel_properties(reg, name)))
+                                    properties=metadata_kernel_properties(reg, name),
+                                    attrs={"signature_unknown": True}))
     return m
 
 

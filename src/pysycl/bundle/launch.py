@@ -342,6 +342,11 @@ class Launcher:
         kfn = kid.kernel
         if kfn is not None and callable(getattr(kfn, "signature", None)):
             return kfn.signature()
+        if fn.attrs.get("signature_unknown"):   # a DPC++ file's kernel: no IR, no Python
+            raise exception(errc.kernel_not_supported,
+                            f"kernel {kid.get_name()} comes from a bundle file that holds no "
+                            "pysycl IR and is defined in no imported Python module, so its "
+                            "arguments are unknown")
         # A kernel loaded from a bundle file whose Python module is not imported.
         from ..frontend.signature import signature_from_ir
         return signature_from_ir(fn)

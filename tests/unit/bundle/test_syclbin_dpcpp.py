@@ -307,3 +307,24 @@ def test_kernel_properties_come_back_from_dpcpp_sets(tmp_path, opencl_queue):
             sycl.nd_range((4, 8), (4, 4)), tiled, sycl.accessor(buf, h, sycl.read_write),
             np.float32(3)))).wait()
     assert info.value.code() == sycl.errc.nd_range
+
+
+@pytest.mark.opencl
+def test_kernel_of_a_foreign_file_without_definition_is_not_supported(tmp_path, opencl_queue):
+    q = opencl_queue
+    path = tmp_path / "f.syclbin"
+    path.write_bytes(dpcpp.write_runtime(2, [{
+        "metadata": {"SYCL/kernel names": {"__sycl_kernel_iota": 1}},
+        "ir": [(_spirv_module(q)["ir"][0][0], "spir64-unknown-unknown")]}]))
+    kb = sycl.load_kernel_bundle(q.get_context(), path)
+    assert [k.get_name() for k in kb.get_kernel_ids()] == ["__sycl_kernel_iota"]
+    k = kb.get_kernel(kb.get_kernel_ids()[0])
+    out = sycl.malloc_shared(4, np.int32, q)
+    try:
+        with pytest.raises(sycl.exception) as info:
+            q.submit(lambda h: (h.use_kernel_bundle(kb),
+                                h.parallel_for(sycl.range(4), k, out))).wait()
+        assert info.value.code() == sycl.errc.kernel_not_supported
+        assert "arguments are unknown" in str(info.value)
+    finally:
+        sycl.free(out, q)

@@ -31,10 +31,12 @@ What differs from the shared rules, and why:
   operand's precision (float32 stays float32; ``llvm.cos`` and friends are not all in the
   verified list).
 * **Specialization constants** (``spec.native``) are ``__spirv_SpecConstant(SpecId,
-  default)`` per scalar leaf and ``__spirv_SpecConstantComposite`` for vec/array/struct
-  values (DPC++'s "SPIR-V friendly IR"); SpecIds are those of the image's
-  ``SYCL/specialization constants`` property set, so the driver sets values with
-  ``clSetProgramSpecializationConstant``. Struct padding (no SpecId) is an undef member.
+  default)`` per scalar leaf (an ``OpSpecConstant`` each); a vec/array/struct value is
+  assembled from its leaves with ``insertelement``/``insertvalue``, not as an
+  ``OpSpecConstantComposite`` (LLVM 22.1 aborts on the ``extractvalue`` of one, see
+  ``_spec_value``). SpecIds are those of the image's ``SYCL/specialization constants``
+  property set, so the driver sets values with ``clSetProgramSpecializationConstant``
+  leaf by leaf, as DPC++ does; struct padding (no SpecId) is an undef member.
 * **Kernel properties** (sycl_ext_oneapi_properties) become ``!spirv.ExecutionMode`` entries: LocalSize
   (``sycl-work-group-size``, in OpenCL order), LocalSizeHint and SubgroupSize (what
   ``!reqd_work_group_size`` & co. would give; see :func:`kernel_metadata`); ``sycl-alignment`` on a parameter becomes
