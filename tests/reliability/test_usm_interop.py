@@ -94,3 +94,21 @@ def test_dlpack_consumer_keeps_memory_and_releases_it(device, queue):
     import gc
     gc.collect()
     assert sycl.get_pointer_type(ptr, queue.get_context()) == sycl.usm.alloc.unknown
+
+
+@pytest.mark.parametrize("kind", ["shared", "host"])
+def test_host_reachable_usm_imports_as_cpu_memory(queue, kind):
+    ref = np.random.default_rng(12).random((3, 4))
+    a = getattr(sycl, f"malloc_{kind}")(ref.shape, np.float64, queue)
+    queue.copy(ref, a).wait()
+    x = np.from_dlpack(a, device="cpu")
+    assert x.ctypes.data == a.ptr                 # zero copy
+    np.testing.assert_array_equal(x, ref)
+    x[0, 0] = -1.0
+    assert a.to_numpy()[0, 0] == -1.0
+
+
+def test_device_usm_refuses_cpu_import_with_the_fix(queue):
+    a = _device_only(queue)
+    with pytest.raises(BufferError, match=r"a\.to_numpy\(\)"):
+        np.from_dlpack(a, device="cpu")

@@ -126,7 +126,9 @@ class not_host_accessible(exception, TypeError):
 # Live allocations by start address (pointer queries): sorted starts and their blocks.
 _starts: list[int] = []
 _blocks: dict[int, "weakref.ref"] = {}
-_blocks_lock = threading.Lock()
+# Re-entrant: a garbage collection inside a registry update may run a finalizer that
+# removes another allocation (the registry's own statements stay consistent).
+_blocks_lock = threading.RLock()
 
 
 def _release(driver, alloc, ptr: int) -> None:
@@ -162,10 +164,11 @@ class _Block:
         self.context = ctx
         _free_when_collected(driver, alloc)
         if self.ptr:
+            ref = weakref.ref(self)
             with _blocks_lock:
                 if self.ptr not in _blocks:
                     bisect.insort(_starts, self.ptr)
-                _blocks[self.ptr] = weakref.ref(self)
+                _blocks[self.ptr] = ref
 
     @property
     def __array_interface__(self):
@@ -284,13 +287,18 @@ class usm_array:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if copy:
             raise BufferError("sycl.usm_array.__dlpack__ does not copy (copy=True)")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"memory is on DLPack device {self.__dlpack_device__()}, "
-                              f"not {tuple(dl_device)}")
+        where = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != where:
+            # Memory the host reaches is also CPU memory (np.from_dlpack(a, device="cpu")).
+            if not (tuple(dl_device) == (dlpack.kDLCPU, 0) and self._host):
+                raise BufferError(f"{self.usm_type} USM on {self.device.name!r} is on DLPack "
+                                  f"device {where}, not {tuple(dl_device)}; copy it to the "
+                                  "host with a.to_numpy() or q.memcpy")
+            where = (dlpack.kDLCPU, 0)
         self._check_live()
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
-        return dlpack.to_capsule(self._block, self.ptr, self.shape, self.dtype,
-                                 self.__dlpack_device__(), versioned=versioned)
+        return dlpack.to_capsule(self._block, self.ptr, self.shape, self.dtype, where,
+                                 versioned=versioned)
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy view (host-accessible memory) or copy (device memory)."""
