@@ -81,21 +81,58 @@ def save_kernel_bundle(kb: kernel_bundle, path) -> None:
     os.replace(tmp, path)
 
 
+_IMAGE_VALUES = {"format": ("object", "spirv", "ptx", "ir"),
+                 "spec_constant_lowering": ("literal", "emulated", "native")}
+
+
 def _text(reg: ps.PropertySetRegistry, key: str, default: str | None = None) -> str | None:
+    """A ``PYSYCL/image`` text value (UTF-8 bytes; ``format`` and the lowering from
+    their known values), ``default`` when absent; anything else is ``errc.invalid``."""
     raw = (reg.get(IMAGE_SET) or {}).get(key)
-    return raw.decode("utf-8") if isinstance(raw, bytes) else default
+    if raw is None:
+        return default
+    try:
+        if not isinstance(raw, bytes):
+            raise UnicodeError
+        text = raw.decode("utf-8")
+    except UnicodeError:
+        raise _bad_file(f"{IMAGE_SET} {key} is not UTF-8 text") from None
+    if text not in _IMAGE_VALUES.get(key, (text,)):
+        raise _bad_file(f"{IMAGE_SET} {key} {text[:40]!r} is not one of "
+                        f"{', '.join(_IMAGE_VALUES[key])}")
+    return text
+
+
+def _bad_file(reason: str) -> exception:
+    return exception(errc.invalid, f"bundle file: {reason}")
+
+
+def _spec_leaves(sym: str, raw) -> list[tuple[int, int, int]]:
+    """One constant's ``{leaf ID, offset, size}`` descriptors, checked."""
+    if not isinstance(raw, bytes) or not raw:
+        raise _bad_file(f"spec constant {sym!r} has no {{id, offset, size}} descriptors")
+    leaves = [tuple(t) for t in ps.unpack_spec_constant_descriptors(raw)]
+    if not any(leaf != PADDING_LEAF_ID for leaf, _o, _s in leaves):
+        raise _bad_file(f"spec constant {sym!r} has no SpecId")
+    if any(size == 0 for _l, _o, size in leaves):
+        raise _bad_file(f"spec constant {sym!r} has an empty member")
+    return leaves
 
 
 def _spec_ids(reg: ps.PropertySetRegistry) -> SpecConstantIds | None:
-    """The image's spec-constant layout from its two property sets."""
+    """The image's spec-constant layout from its two property sets (checked: a
+    malformed layout is ``errc.invalid``)."""
     descs = reg.get(ps.SPEC_CONSTANTS)
     if not descs:
         return None
-    ids = {sym: [tuple(t) for t in ps.unpack_spec_constant_descriptors(raw)]
-           for sym, raw in descs.items()}
+    ids = {sym: _spec_leaves(sym, raw) for sym, raw in descs.items()}
+    spec_ids = [leaf for leaves in ids.values() for leaf, _o, _s in leaves
+                if leaf != PADDING_LEAF_ID]
+    if len(set(spec_ids)) != len(spec_ids):
+        raise _bad_file("two spec constants share a SpecId")
 
     def first(sym):
-        return min((leaf for leaf, _o, _s in ids[sym] if leaf != PADDING_LEAF_ID), default=0)
+        return min(leaf for leaf, _o, _s in ids[sym] if leaf != PADDING_LEAF_ID)
 
     offsets, types, pos = {}, {}, 0
     for sym in sorted(ids, key=first):
@@ -103,9 +140,9 @@ def _spec_ids(reg: ps.PropertySetRegistry) -> SpecConstantIds | None:
         offsets[sym], types[sym] = pos, ArrayType(U8, size)
         pos += size
     blob = (reg.get(ps.SPEC_CONSTANTS_DEFAULT_VALUES) or {}).get("all", b"")
-    if len(blob) != pos:
-        raise exception(errc.invalid, "bundle file: spec constant default values do not "
-                                      "match the spec constant descriptors")
+    if not isinstance(blob, bytes) or len(blob) != pos:
+        raise _bad_file("spec constant default values do not match the spec constant "
+                        "descriptors")
     return SpecConstantIds({s: ids[s] for s in offsets}, bytes(blob), offsets, types)
 
 

@@ -328,3 +328,73 @@ def test_kernel_of_a_foreign_file_without_definition_is_not_supported(tmp_path, 
         assert "arguments are unknown" in str(info.value)
     finally:
         sycl.free(out, q)
+
+
+# -- the loader on well-formed files with malformed contents ---------------------------------
+
+_ODD_VALUES = [0, 1, 0xFFFFFFFF, b"", b"\x00", b"\xff\xfe", bytes(12), struct.pack("<III", 0, 0, 4),
+               struct.pack("<III", 0xFFFFFFFF, 0, 4), b"x" * 13, b"spirv64", b"native_cpu",
+               b"object", b"native", b"bogus"]
+
+
+def _load_and_use(ctx, path):
+    """Load, query, build or link: only sycl.exception may come out."""
+    try:
+        kb = sycl.load_kernel_bundle(ctx, path)
+        for img in kb:
+            for kid in img.get_kernel_ids():
+                img.kernel_function(kid)
+        if kb.state is sycl.bundle_state.input:
+            sycl.build(kb)
+        elif kb.state is sycl.bundle_state.object:
+            sycl.link(kb)
+    except sycl.exception as e:
+        assert e.code() in (sycl.errc.invalid, sycl.errc.build, sycl.errc.feature_not_supported,
+                            sycl.errc.kernel_not_supported), e
+
+
+@pytest.mark.opencl
+def test_dpcpp_files_with_odd_property_values(tmp_path, opencl_queue):
+    module = _spirv_module(opencl_queue)
+    rng = random.Random(21)
+    path = tmp_path / "f.syclbin"
+    for _ in range(120):
+        meta = {name: dict(props) for name, props in module["metadata"].items()}
+        for _ in range(rng.randint(1, 3)):
+            name = rng.choice(list(meta) + ["SYCL/device requirements", "SYCL/program metadata"])
+            props = meta.setdefault(name, {})
+            key = rng.choice(list(props) + ["aspects", "reqd_sub_group_size", "all",
+                                            "reqd_work_group_size_uint64_t",
+                                            "syclbin_dpcpp.shift@reqd_work_group_size"])
+            props[key] = rng.choice(_ODD_VALUES)
+        write = rng.choice(list(dpcpp.WRITERS.values()))
+        path.write_bytes(write(rng.randrange(3), [{"metadata": meta, "ir": module["ir"]}]))
+        _load_and_use(opencl_queue.get_context(), path)
+
+
+def test_pysycl_files_with_odd_contents(tmp_path):
+    seeds = []
+    for state in ("input", "executable"):
+        sycl.save_kernel_bundle(aot.compile_modules([__name__], ["native_cpu", "spirv64"],
+                                                    state), tmp_path / "s.syclbin")
+        seeds.append((tmp_path / "s.syclbin").read_bytes())
+    rng = random.Random(22)
+    path = tmp_path / "f.syclbin"
+    contexts = [sycl.context(d) for d in _devices()]
+    for _ in range(120):
+        f = syclbin.read_syclbin(rng.choice(seeds))
+        am = rng.choice(f.abstract_modules)
+        roll = rng.random()
+        if roll < 0.2 and am.native_images:
+            img = rng.choice(am.native_images)
+            img.data = rng.choice([b"", b"garbage", img.data[:len(img.data) // 2]])
+        elif roll < 0.3 and am.native_images:
+            rng.choice(am.native_images).arch = rng.choice(["spirv64", "bogus", "native_cpu-x86-64-v4"])
+        else:
+            name = rng.choice(list(am.property_sets) + ["PYSYCL/image"])
+            props = am.property_sets.add_set(name)
+            key = rng.choice(list(props) + ["target", "format", "spec_constant_lowering",
+                                            "cpu_features"])
+            props[key] = rng.choice(_ODD_VALUES)
+        path.write_bytes(syclbin.write_syclbin(f))
+        _load_and_use(rng.choice(contexts), path)
