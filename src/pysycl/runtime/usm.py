@@ -350,6 +350,8 @@ def _queue_parts(q, context):
     ``get_device()`` and ``get_context()`` give them), or a device and its default context."""
     if isinstance(q, device_cls):
         return q, context if context is not None else context_cls._default_for(q)
+    if isinstance(q, context_cls):      # malloc_host(n, dtype, ctx): its first device
+        return q.get_devices()[0], q
     get_device, get_context = getattr(q, "get_device", None), getattr(q, "get_context", None)
     if callable(get_device) and callable(get_context):
         dev, ctx = get_device(), get_context()
@@ -359,7 +361,15 @@ def _queue_parts(q, context):
                     f"context), not {q!r}")
 
 
+def _places(obj) -> bool:
+    """Whether ``obj`` says where memory goes (a queue, device or context)."""
+    return isinstance(obj, (device_cls, context_cls)) or callable(getattr(obj, "get_context",
+                                                                          None))
+
+
 def _malloc(kind: str, shape, dtype, q, context=None, alignment: int = 0) -> usm_array:
+    if _places(dtype):   # C++'s untyped form, malloc_shared(num_bytes, q[, ctx]): bytes
+        shape, dtype, q, context = shape, np.uint8, dtype, q
     dev, ctx = _queue_parts(q, context)
     return usm_array._make(shape, dtype, kind, dev, ctx, alignment)
 
@@ -388,7 +398,9 @@ def _kind(kind) -> str:
 
 def malloc(shape, dtype, q, kind="shared", context=None) -> usm_array:
     """``sycl.malloc(shape, dtype, q, kind)`` with kind ``device``/``shared``/``host``
-    (or ``sycl.usm.alloc.device`` ...)."""
+    (or ``sycl.usm.alloc.device`` ...); also C++'s ``malloc(num_bytes, q, kind)``."""
+    if _places(dtype):
+        dtype, q, kind = np.uint8, dtype, q
     return _malloc(_kind(kind), shape, dtype, q, context)
 
 
@@ -412,7 +424,10 @@ def aligned_alloc_host(alignment: int, shape, dtype=np.float32, q=None,
 
 def aligned_alloc(alignment: int, shape, dtype, q, kind="shared",
                   context=None) -> usm_array:
-    """``sycl.aligned_alloc(alignment, shape, dtype, q, kind)``."""
+    """``sycl.aligned_alloc(alignment, shape, dtype, q, kind)``; also C++'s
+    ``aligned_alloc(alignment, num_bytes, q, kind)``."""
+    if _places(dtype):
+        dtype, q, kind = np.uint8, dtype, q
     return _malloc(_kind(kind), shape, dtype, q, context, int(alignment))
 
 

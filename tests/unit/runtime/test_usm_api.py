@@ -111,3 +111,30 @@ def test_prefetch_range_errors(queue):
         with pytest.raises(sycl.exception) as e:
             bad()
         assert e.value.code() == sycl.errc.invalid
+
+
+def test_cxx_allocation_forms(queue):
+    # The forms of DPC++'s USM tests: untyped byte counts, a device and context, a
+    # context alone for host memory, free with a context.
+    ctx, dev = queue.get_context(), queue.get_device()
+    forms = {
+        "malloc_shared(bytes, q)": (sycl.malloc_shared(64, queue), "shared"),
+        "malloc_device(bytes, dev, ctx)": (sycl.malloc_device(64, dev, ctx), "device"),
+        "malloc_host(n, dtype, ctx)": (sycl.malloc_host(16, np.int32, ctx), "host"),
+        "malloc(bytes, q, kind)": (sycl.malloc(64, queue, sycl.usm.alloc.host), "host"),
+        "aligned_alloc_device(a, bytes, q)": (sycl.aligned_alloc_device(128, 64, queue),
+                                              "device"),
+        "aligned_alloc(a, bytes, q, kind)": (sycl.aligned_alloc(128, 64, queue, "shared"),
+                                             "shared"),
+    }
+    ref = np.random.default_rng(9).integers(0, 255, 64, dtype=np.uint8)
+    for form, (a, kind) in forms.items():
+        assert a.nbytes == 64 and a.usm_type == kind, form
+        if form.startswith("aligned"):
+            assert a.ptr % 128 == 0, form
+        assert sycl.get_pointer_type(a, ctx) == sycl.usm.alloc[kind], form
+        queue.memcpy(a, ref).wait()
+        out = np.zeros_like(ref)
+        queue.memcpy(out, a).wait()
+        np.testing.assert_array_equal(out, ref, err_msg=form)
+        sycl.free(a, ctx)
