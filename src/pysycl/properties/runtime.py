@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 
 from ..errors import errc, exception
-from .arguments import no_init, no_init_key
+from .arguments import no_init
 from .base import as_properties, properties, singleton_property
 from .base import property as property_base
 
@@ -186,6 +186,7 @@ def check_context_bound(plist: properties, ctx, owner: str = "the buffer") -> No
                             f"be used in {ctx!r}")
 
 
-__all__ = ["as_properties", "buffer_properties", "check_context_bound", "context_bound", "enable_profiling", "has_named",
-           "host_lock", "in_order", "is_property_list", "no_init_key", "properties_for",
-           "property", "property_list", "queue_properties", "use_host_ptr", "use_mutex"]
+__all__ = ["as_properties", "buffer_properties", "check_context_bound", "context_bound",
+           "enable_profiling", "has_named", "host_lock", "in_order", "is_property_list",
+           "properties_for", "property", "property_list", "queue_properties",
+           "use_host_ptr", "use_mutex"]

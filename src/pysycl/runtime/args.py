@@ -13,7 +13,6 @@ launch then runs one small function per parameter. Errors are
 """
 from __future__ import annotations
 
-import ctypes
 import numbers
 
 import numpy as np
@@ -184,8 +183,7 @@ def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
             cap = value.__dlpack__()
     except (BufferError, RuntimeError, ValueError) as e:
         raise _arg_error(kernel, name, f"cannot export it through DLPack: {e}") from None
-    address = _capsule_pointer(cap, b"dltensor")
-    tensor = dlpack.DLManagedTensor.from_address(address).dl_tensor
+    tensor = dlpack.tensor_of(cap)
     code = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(tensor.dtype.code, "V")
     dtype = np.dtype(f"{code}{tensor.dtype.bits // 8}") if code != "b" else np.dtype(np.bool_)
     keep.append((value, cap))  # the capsule owns the memory until the command is done
@@ -235,12 +233,6 @@ def _count(shape) -> int:
     for s in shape:
         n *= int(s)
     return n
-
-
-# A private prototype: ``ctypes.pythonapi``'s function objects are shared, and
-# runtime/dlpack.py gives PyCapsule_GetPointer a ``c_void_p`` capsule (its destructor).
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 # Per-parameter packers -------------------------------------------------------------------

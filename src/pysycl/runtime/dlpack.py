@@ -182,6 +182,12 @@ _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c
     ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
+def tensor_of(capsule) -> DLTensor:
+    """The ``DLTensor`` of an unconsumed legacy ``"dltensor"`` capsule (valid while the
+    capsule lives)."""
+    return DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
+
+
 def data_pointer(obj) -> int:
     """The address of the first element of an object exporting DLPack (the capsule is
     not consumed: its producer releases it)."""
@@ -190,7 +196,7 @@ def data_pointer(obj) -> int:
     except (BufferError, RuntimeError, ValueError, TypeError) as e:
         raise exception(errc.invalid, f"cannot read the address of {type(obj).__name__} "
                         f"through DLPack: {e}") from None
-    tensor = DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
+    tensor = tensor_of(capsule)
     return int(tensor.data or 0) + int(tensor.byte_offset)
 
 
