@@ -35,7 +35,7 @@ def lower_module(module: Module, lowering: TargetLowering) -> ll.Module:
     for decl in module.device_globals:
         probe = probe or _GlobalsContext(lowering, module, llmodule)
         g = rules_memory.device_global(probe, decl.unique_id, decl.type)
-        _global_attributes(g, decl.properties)
+        _global_attributes(g, decl.unique_id, decl.type.size, decl.properties)
     for f in module.functions:
         if f.is_declaration:
             continue
@@ -127,10 +127,20 @@ def _string_attribute(key: str, value) -> str:
     return f'"{esc(key)}"="{esc(value)}"' if value not in (None, "") else f'"{esc(key)}"'
 
 
-def _global_attributes(g: ll.GlobalVariable, properties: dict[str, str]) -> None:
-    """Device-global properties (sycl_ext_oneapi_properties: "add_ir_global_variable_attributes"). llvmlite
-    cannot attach attribute groups to globals, so they are kept as a named metadata tuple
-    ``!pysycl.global.properties`` of (symbol, key, value) strings."""
+def _global_attributes(g: ll.GlobalVariable, unique_id: str, size: int,
+                       properties: dict[str, str]) -> None:
+    """A device global's LLVM attributes as DPC++ gives them: ``sycl-unique-id``,
+    ``sycl-device-global-size`` and its compile-time properties (sycl_ext_oneapi_properties,
+    "add_ir_global_variable_attributes"). The properties are also kept as the named
+    metadata tuple ``!pysycl.global.properties`` of (symbol, key, value) strings, which
+    tools read without parsing attribute groups."""
+    attrs = {"sycl-unique-id": unique_id, "sycl-device-global-size": str(size),
+             **{str(k): str(v) for k, v in properties.items()}}
+    if isinstance(g, lt.AttributedGlobal):
+        g.group = lt.AttributedGlobal.FIRST_GROUP + sum(
+            isinstance(v, lt.AttributedGlobal) and bool(v.attributes_text)
+            for v in g.parent.global_values)
+        g.attributes_text = " ".join(_string_attribute(k, v) for k, v in sorted(attrs.items()))
     if not properties:
         return
     mod = g.parent

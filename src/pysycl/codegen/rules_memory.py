@@ -236,8 +236,8 @@ def device_global(ctx: LoweringContext, unique_id: str, t: Type) -> ll.GlobalVar
     name = device_global_symbol(unique_id)
     if name in ctx.llmodule.globals:
         return ctx.llmodule.globals[name]
-    g = ll.GlobalVariable(ctx.llmodule, ctx.mtype(t), name,
-                          addrspace=ctx.lowering.addrspaces["global"])
+    g = lt.AttributedGlobal(ctx.llmodule, ctx.mtype(t), name,
+                            addrspace=ctx.lowering.addrspaces["global"])
     g.initializer = ll.Constant(ctx.mtype(t), None)  # zero-initialised (SYCL 2020 ext device_global)
     # Opaque like every other pointer here, so element/field GEPs and stores type-check.
     g.type = lt.pointer("global", ctx.lowering.addrspaces)

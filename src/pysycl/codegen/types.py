@@ -125,3 +125,23 @@ def gep(builder, ptr, indices, etype, inbounds: bool = False):
     if getattr(ptr.type, "is_opaque", False):
         return builder.gep(ptr, indices, inbounds=inbounds, source_etype=etype)
     return builder.gep(ptr, indices, inbounds=inbounds)
+
+
+class AttributedGlobal(ll.GlobalVariable):
+    """A global variable with LLVM string attributes (``"sycl-unique-id"="..."``), which
+    llvmlite cannot print: the definition ends with ``#N`` and the attribute group
+    follows it (LLVM reads an ``attributes`` line anywhere at module level)."""
+
+    #: Attribute group numbers from here up: llvmlite prints function attributes inline,
+    #: so no other group uses them.
+    FIRST_GROUP = 1000
+
+    attributes_text = ""
+    group = FIRST_GROUP
+
+    def descr(self, buf):
+        super().descr(buf)
+        if self.attributes_text:
+            buf[-1:] = [f" #{self.group}\n",
+                        f"attributes #{self.group} = {{ {self.attributes_text} }}\n"]
+

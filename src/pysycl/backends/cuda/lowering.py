@@ -388,7 +388,7 @@ def libdevice_call(ctx, name: str, args: list) -> ll.Value:
     return _call(ctx, symbol, ty, args)
 
 
-class _ExternallyInitialized(ll.GlobalVariable):
+class _ExternallyInitialized(lt.AttributedGlobal):
     """llvmlite has no ``externally_initialized`` flag; it goes right before ``global``."""
 
     def descr(self, buf):
