@@ -215,12 +215,15 @@ class Driver(abc.ABC):
 
     # Memory -----------------------------------------------------------------
     @abc.abstractmethod
-    def alloc(self, device: DeviceDescription, nbytes: int, kind: str) -> Any:
+    def alloc(self, device: DeviceDescription, nbytes: int, kind: str, *,
+              context: Any = None) -> Any:
         """kind: "device", "shared", "host" (USM) or "buffer". Returns an allocation
         object with ``.ptr`` (int, may be 0 for buffer-only backends) and
         ``.host_view()`` -> memoryview or None when not host-accessible. The runtime
         frees USM when the object is collected: it must take weak references, and
-        ``free`` of a shallow copy (``copy.copy``) must release the memory."""
+        ``free`` of a shallow copy (``copy.copy``) must release the memory.
+        ``context``: the driver context of a user-made ``sycl.context`` (None: the
+        default one); memory, programs and streams of one queue are made in the same one."""
 
     @abc.abstractmethod
     def free(self, allocation: Any) -> None: ...
@@ -264,8 +267,10 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def load(self, device: DeviceDescription, binary: bytes, kernel_names: Sequence[str],
              spec_constants: Mapping[int, bytes] | None = None, *,
-             device_global_ids: Sequence[str] = (), code_cache: Any = None) -> Any:
+             device_global_ids: Sequence[str] = (), code_cache: Any = None,
+             context: Any = None) -> Any:
         """Load an executable image; ``spec_constants`` maps native SpecIds to value bytes.
+        ``context``: as for :meth:`alloc`.
 
         ``device_global_ids``: the unique IDs of the image's device globals, for a driver
         that must ask for their storage to be kept (the native CPU exports their

@@ -1,6 +1,7 @@
 """The per-device instance of each ``device_global`` and host copies to and from it.
 
-SYCL (ext device_global, sycl-spec-notes.md 2.3): one instance per device and context,
+SYCL (ext device_global, sycl-spec-notes.md 2.3): one instance per device and context
+(keyed by the driver context: None for the default one),
 shared by every kernel on that device whatever image it is in, zero-initialised, kept
 across launches, bundles and spec-constant changes. Each loaded program has its own copy
 of the variable (an LLVM global, found by ``detail.symbols.device_global_symbol``), so the
@@ -132,9 +133,11 @@ class DeviceGlobalInstance:
                 t.write(stream, offset, data)
 
 
-def instance(device, uid: str, nbytes: int, image_scope: bool) -> DeviceGlobalInstance:
-    """The instance of ``uid`` on ``device`` (made on first use)."""
-    key = (device, uid)
+def instance(device, uid: str, nbytes: int, image_scope: bool,
+             ctx_handle=None) -> DeviceGlobalInstance:
+    """The instance of ``uid`` on ``device`` in the driver context ``ctx_handle`` (None:
+    the default one), made on first use."""
+    key = (device, uid, ctx_handle)
     inst = _instances.get(key)
     if inst is None:
         with _lock:
@@ -144,10 +147,11 @@ def instance(device, uid: str, nbytes: int, image_scope: bool) -> DeviceGlobalIn
     return inst
 
 
-def instance_of(dg, device) -> DeviceGlobalInstance:
-    """The instance of host object ``dg`` (a ``sycl.device_global``) on ``device``."""
+def instance_of(dg, device, ctx_handle=None) -> DeviceGlobalInstance:
+    """The instance of host object ``dg`` (a ``sycl.device_global``) on ``device`` in
+    driver context ``ctx_handle``."""
     return instance(device, dg.unique_id, dg.nbytes,
-                    dg.properties.has_property(device_image_scope))
+                    dg.properties.has_property(device_image_scope), ctx_handle)
 
 
 def image_device_globals(image) -> list[tuple[str, int, bool]]:
@@ -165,11 +169,12 @@ def image_device_globals(image) -> list[tuple[str, int, bool]]:
     return out
 
 
-def launch_hooks(image, device) -> tuple[list, list]:
-    """``(per_launch, per_load)`` instances of an image's variables on ``device``."""
+def launch_hooks(image, device, ctx_handle=None) -> tuple[list, list]:
+    """``(per_launch, per_load)`` instances of an image's variables on ``device`` in
+    driver context ``ctx_handle``."""
     per_launch, per_load = [], []
     for uid, size, dis in image_device_globals(image):
-        inst = instance(device, uid, size, dis)
+        inst = instance(device, uid, size, dis, ctx_handle)
         (per_load if dis else per_launch).append(inst)
     return per_launch, per_load
 

@@ -186,10 +186,12 @@ class device_image:
                 return f
         return kernels[0] if len(kernels) == 1 and kid in self._kernel_ids else None
 
-    def program(self, device, native_values: dict[int, bytes] | None = None):
-        """The program loaded through ``device``'s driver (once per device and native
-        spec-constant value set; lazily, at first launch)."""
-        key = (device, tuple(sorted((native_values or {}).items())))
+    def program(self, device, native_values: dict[int, bytes] | None = None,
+                ctx_handle=None):
+        """The program loaded through ``device``'s driver (once per device, driver
+        context and native spec-constant value set; lazily, at first launch).
+        ``ctx_handle``: a user-made context's driver context (None: the default one)."""
+        key = (device, tuple(sorted((native_values or {}).items())), ctx_handle)
         prog = self._programs.get(key)
         if prog is not None:
             return prog
@@ -205,7 +207,7 @@ class device_image:
                                    self.kernel_names, native_values or None,
                                    device_global_ids=tuple(self._registry.get(
                                        ps.DEVICE_GLOBALS, {})),
-                                   code_cache=code_cache)
+                                   code_cache=code_cache, context=ctx_handle)
                 self._programs[key] = prog
         return prog
 

@@ -73,10 +73,14 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
     ``sycl.kernel`` object) on ``device`` (see module doc for the lookup)."""
     if isinstance(kernel, kernel_object):
         bundle = kernel.get_kernel_bundle()  # 4.9.4.2: a kernel object uses its own bundle
+    # A user-made context has its own driver context (OpenCL): programs and the
+    # spec-constant buffer are made in it. None: the driver's default context.
+    ctx_handle = getattr(context, "handle", None)
     key = (id(kernel) if not isinstance(kernel, kernel_object) else kernel.get_kernel_id(),
            device, _spec_key(spec_values), _hashable(launch_properties),
            id(bundle) if bundle is not None else None, image_selector,
-           config.debug_checks())   # a checked build is another image
+           config.debug_checks(),   # a checked build is another image
+           ctx_handle)
     hit = _launchers.get(key)
     # ``bundle_ref``: id(bundle) of a collected bundle may be reused by a new one.
     if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
@@ -88,7 +92,7 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
         if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
             return hit
         launcher = _make_launcher(kernel, device, bundle, image_selector, dict(key[2]),
-                                  launch_properties)
+                                  launch_properties, ctx_handle)
         launcher.bundle_ref = bundle
         stats.bump("launcher_builds")
         _launchers[key] = launcher
@@ -109,7 +113,7 @@ def clear_launchers() -> None:
 
 
 def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, bytes],
-                   launch_properties) -> "Launcher":
+                   launch_properties, ctx_handle=None) -> "Launcher":
     kid = get_kernel_id(kernel)
     if bundle is not None:
         if bundle.state is not bundle_state.executable:
@@ -136,7 +140,7 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
         mode = lowering_from_properties(launch_properties)
         image = _warm_default_image(kid, device, mode, values)
         if image is not None:
-            launcher = Launcher(kid, image, device, values)
+            launcher = Launcher(kid, image, device, values, ctx_handle)
             if launch_properties is not None:
                 launcher.apply_launch_properties(launch_properties)
             return launcher
@@ -149,7 +153,7 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
                             f"kernel {kid.get_name()} uses optional features that device "
                             f"{getattr(device, 'name', device)!r} does not support")
         image = build_executable(lk, [device], mode, values)
-    launcher = Launcher(kid, image, device, values)
+    launcher = Launcher(kid, image, device, values, ctx_handle)
     if launch_properties is not None:
         launcher.apply_launch_properties(launch_properties)
     return launcher
@@ -234,8 +238,11 @@ class Launcher:
 
     bundle_ref = None   # the kernel_bundle it was made from (get_launcher's cache check)
 
-    def __init__(self, kid: kernel_id, image: device_image, device, values: dict[str, bytes]):
+    def __init__(self, kid: kernel_id, image: device_image, device, values: dict[str, bytes],
+                 ctx_handle=None):
         self.kernel_id = kid
+        # The driver context its program and memory are made in (None: the default).
+        self.ctx_handle = ctx_handle
         self.kernel_ref = kid.kernel if kid.kernel is not None else kid
         self.image = image
         self.device = device
@@ -267,7 +274,7 @@ class Launcher:
         self._program = None
         # device_global instances of this device (device_globals.py): synchronised
         # before each launch, or (device_image_scope) given the host's value at load.
-        self._dg_launch, self._dg_load = device_globals.launch_hooks(image, device)
+        self._dg_launch, self._dg_load = device_globals.launch_hooks(image, device, ctx_handle)
         device_globals.register_module_objects(getattr(kid.kernel, "module_name", None))
         # A checked build (PYSYCL_DEBUG): the failure record read after each launch.
         self._record = check_record_symbol(image.binary)
@@ -355,7 +362,7 @@ class Launcher:
     def program(self):
         """The loaded program (through the device's driver, once, lazily)."""
         if self._program is None:
-            prog = self.image.program(self.device, self._native_values)
+            prog = self.image.program(self.device, self._native_values, self.ctx_handle)
             for inst in self._dg_load:
                 inst.program_loaded(prog, self._driver)
             self._program = prog
@@ -372,7 +379,7 @@ class Launcher:
                 # A driver may ask for another kind of memory for this read-only argument
                 # (OpenCL: a cl.Buffer, cheaper to launch with than one more USM pointer).
                 kind = self._driver.spec_buffer_kind
-                mem = self._driver.alloc(desc, len(data), kind)
+                mem = self._driver.alloc(desc, len(data), kind, context=self.ctx_handle)
                 self._driver.copy(stream, mem, 0, memoryview(data), 0, len(data)).wait()
                 self._spec_mem = mem
             self._spec_kernel_arg = KernelArg(KernelArgKind.mem, self._spec_mem)

@@ -6,6 +6,11 @@ of dependants, profiling times. State changes happen under one process-wide lock
 for a few attribute writes; callbacks run outside it, through a per-thread trampoline
 so a long chain of dependants never recurses.
 
+A failed command's event carries a :class:`failure`: the exception and the queues that
+still hold it undelivered (each queue's :class:`error_box`). ``wait()`` raises it unless
+the queue has an ``async_handler`` (then ``wait_and_throw``/``throw_asynchronous`` hand
+it there); raising or handing it over *delivers* it, so no queue reports it again.
+
 >>> import pysycl as sycl
 >>> e = sycl.event(); e.wait(); e.status.name
 'complete'
@@ -13,6 +18,7 @@ so a long chain of dependants never recurses.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 
@@ -26,6 +32,73 @@ _tls = threading.local()
 
 # Command kinds.
 STREAM, HOST, USER, BARRIER = 0, 1, 2, 3
+
+
+class failure:
+    """The error of a failed command, shared by the events of the commands that did not
+    run because of it; ``boxes``: the queues' error boxes it is still undelivered in."""
+
+    __slots__ = ("error", "boxes", "delivered")
+
+    def __init__(self, error: BaseException, delivered: bool = False):
+        self.error = error
+        self.boxes: list = []
+        self.delivered = delivered
+
+    def deliver(self) -> BaseException:
+        """Mark it seen by the user (no queue reports it again); returns the error."""
+        self.delivered = True
+        for box in self.boxes:
+            box.discard(self)
+        return self.error
+
+    @property
+    def always_raised(self) -> bool:
+        """SystemExit and the like from a host task: raised by ``wait()`` even where an
+        ``async_handler`` takes the other errors (they end the program, not a command)."""
+        return not isinstance(self.error, Exception)
+
+
+class error_box:
+    """A queue's undelivered failures, in the order they happened."""
+
+    __slots__ = ("items", "lock")
+
+    def __init__(self):
+        self.items: list[failure] = []
+        self.lock = threading.Lock()
+
+    def add(self, f: failure) -> None:
+        with self.lock:
+            if f.delivered or self in f.boxes:
+                return
+            f.boxes.append(self)
+            self.items.append(f)
+
+    def discard(self, f: failure) -> None:
+        with self.lock:
+            try:
+                self.items.remove(f)
+            except ValueError:
+                pass
+
+    def take(self) -> list[BaseException]:
+        """Deliver every failure held here; returns their errors."""
+        with self.lock:
+            items, self.items = self.items, []
+        return [f.deliver() for f in items]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def interrupted(cause: BaseException) -> failure:
+    """What the event of a command cut short by ``KeyboardInterrupt``/``SystemExit``
+    carries: waiting on it raises, commands after it do not run; it is already
+    delivered (the interrupt itself is propagating), so no queue reports it."""
+    err = exception(errc.runtime, f"the command was interrupted ({type(cause).__name__}) "
+                                  "before it finished")
+    return failure(err, delivered=True)
 
 
 def _token_done(tok) -> bool:
@@ -57,17 +130,25 @@ class event:
 
     # Public API -------------------------------------------------------------------------
     def wait(self) -> None:
-        """Block until the command completed (errors go to its queue, not here)."""
-        if self._done:
-            return
+        """Block until the command completed. A failed command's error is raised here
+        when its queue has no ``async_handler`` (with one, ``wait_and_throw`` hands it
+        over); a command that did not run because a command it depends on failed
+        raises that error."""
+        if not self._done:
+            self._wait_done()
+        if self._error is not None:
+            self._raise_error()
+
+    def _wait_done(self) -> None:
+        """Block until the command completed (never raises its error)."""
         tok = self._token
         if tok is not None and not self._watched:
             # Started inline and nobody watches it: wait on the backend directly, the
-            # fastest path for submit + wait.
+            # fastest path for submit + wait. (KeyboardInterrupt leaves it pending.)
             err = None
             try:
                 tok.wait()
-            except BaseException as e:  # a failed kernel is an asynchronous error
+            except Exception as e:  # a failed kernel is an asynchronous error
                 err = e
             complete(self, err)
             return
@@ -82,7 +163,15 @@ class event:
                 _watcher.push(self)
         flag.wait()
 
+    def _raise_error(self) -> None:
+        f = self._error
+        q = self._queue
+        if q is not None and q._async_handler is not None and not f.always_raised:
+            return
+        raise f.deliver()
+
     def wait_and_throw(self) -> None:
+        """``wait()``, then the queue's ``throw_asynchronous()``."""
         self.wait()
         if self._queue is not None:
             self._queue.throw_asynchronous()
@@ -190,8 +279,10 @@ def issued_event(queue, kind: int, tok, run=None) -> event:
 _new = event.__new__
 
 
-def complete(ev: event, error: BaseException | None = None) -> None:
-    """Mark ``ev`` complete (once), wake waiters, run dependants' callbacks."""
+def complete(ev: event, error: BaseException | failure | None = None) -> None:
+    """Mark ``ev`` complete (once), wake waiters, run dependants' callbacks. ``error``:
+    the command failed (an exception), or did not run because of ``failure``; either is
+    kept for the user in the queue's error box until delivered."""
     _acquire()   # (no ``with``: this runs once per command; attribute writes only)
     if ev._done:
         _release()
@@ -205,9 +296,10 @@ def complete(ev: event, error: BaseException | None = None) -> None:
     if ev._times is not None:
         ev._times[2] = time.perf_counter_ns()
     if error is not None:
-        ev._error = error
+        f = error if isinstance(error, failure) else failure(error)
+        ev._error = f
         if ev._queue is not None:
-            ev._queue._report(error)
+            ev._queue._errors.add(f)
     if flag is not None:
         flag.set()
     if callbacks:
@@ -215,7 +307,12 @@ def complete(ev: event, error: BaseException | None = None) -> None:
 
 
 def run_callbacks(callbacks) -> None:
-    """Run callbacks; nested calls on the same thread are queued, not recursed."""
+    """Run callbacks; nested calls on the same thread are queued, not recursed.
+
+    When one raises KeyboardInterrupt/SystemExit (a native kernel started here was
+    interrupted) the rest still run, in *cancel* mode: commands they would start
+    complete as interrupted instead (no new work starts, no waiter hangs), then the
+    interrupt propagates."""
     pending = getattr(_tls, "pending", None)
     if pending is not None:
         pending.extend(callbacks)
@@ -224,8 +321,31 @@ def run_callbacks(callbacks) -> None:
     try:
         while pending:
             pending.popleft()()
+    except BaseException:
+        _tls.cancel = True
+        try:
+            while pending:
+                pending.popleft()()
+        finally:
+            _tls.cancel = False
+        raise
     finally:
         _tls.pending = None
+
+
+def dependency_done(ev: event, dep: event) -> bool:
+    """Count down one completed dependency ``dep`` of ``ev`` (whose failure ``ev`` takes
+    over); True when it was the last one, so ``ev`` may start."""
+    with _lock:
+        if dep is not None and dep._error is not None and ev._error is None:
+            ev._error = dep._error
+        ev._pending -= 1
+        return ev._pending == 0
+
+
+def cancelling() -> bool:
+    """Whether this thread is unwinding an interrupt (see run_callbacks)."""
+    return getattr(_tls, "cancel", False)
 
 
 def set_token(ev: event, tok) -> None:
@@ -268,9 +388,26 @@ class _Watcher:
             err = None
             try:
                 ev._token.wait()
-            except BaseException as e:
+            except Exception as e:  # the command failed (signals reach the main thread only)
                 err = e
             complete(ev, err)
 
+    def after_fork_in_child(self) -> None:
+        """The thread is gone in a forked child: start a new one on the next push."""
+        self._items = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._thread = None
+
 
 _watcher = _Watcher()
+
+
+def _after_fork_in_child() -> None:
+    # Another thread may have held the lock at fork time: it would never be released.
+    global _lock, _acquire, _release
+    _lock = threading.Lock()
+    _acquire, _release = _lock.acquire, _lock.release
+    _watcher.after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

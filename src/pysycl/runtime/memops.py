@@ -166,7 +166,8 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         return side
     if isinstance(obj, device_global):
         # The memory is the variable's instance on the queue's device.
-        side = _Side(instance_of(obj, q._device), 0, obj.nbytes, obj.element_dtype, obj)
+        side = _Side(instance_of(obj, q._device, q._context.handle), 0, obj.nbytes,
+                     obj.element_dtype, obj)
         _check_host_access(obj, write)
         side.mem.check_host_copy()
         return side

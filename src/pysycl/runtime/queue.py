@@ -2,10 +2,20 @@
 
 ``submit`` builds a ``handler``, runs the command-group function, adds the buffer and
 in-order dependencies and hands the event to ``scheduler.enqueue`` (see there for how
-commands start). Errors found while building the group are raised by ``submit``; errors
-of running commands are kept and given to ``async_handler`` (or raised) by
-``wait_and_throw`` / ``throw_asynchronous``. A failed command group never leaves the
-queue unusable: nothing is recorded until the group is complete.
+commands start). Errors found while building the group are raised by ``submit``. Errors
+of running commands (a host task's exception, a failed launch, a failed debug check) are
+asynchronous; each is delivered once:
+
+* without an ``async_handler``, ``wait()`` on the failed command's event (or on a
+  command that did not run because of it) raises it, and so do ``queue.wait()``,
+  ``wait_and_throw()`` and ``throw_asynchronous()`` (several: one ``sycl.exception``
+  listing them, ``.exceptions`` holding each);
+* with one, ``wait_and_throw()`` / ``throw_asynchronous()`` hand it the list;
+* one still undelivered when the queue is collected goes to the handler, or without
+  one is written to stderr: an error is never dropped silently.
+
+A failed command group never leaves the queue unusable: nothing is recorded until the
+group is complete.
 
 >>> import pysycl as sycl
 >>> q = sycl.queue(in_order=True)
@@ -15,7 +25,10 @@ True
 """
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
+import weakref
 from threading import get_ident as _get_ident
 
 from ..errors import errc, exception
@@ -23,7 +36,7 @@ from ..properties import runtime as rt_props
 from . import args as args_mod
 from .context import context as context_cls
 from .device import device as device_cls
-from .event import (STREAM, _token_done, complete, event, issued_event,
+from .event import (STREAM, _token_done, complete, error_box, event, issued_event,
                     new_event, set_token)
 from .handler import handler
 from .info import get_info
@@ -107,7 +120,10 @@ class queue:
         # A backend stream that runs its commands in issue order lets a command follow
         # one issued earlier on it without the host waiting (OpenCL queue, CUDA stream).
         self._stream_in_order = self._driver.streams_in_order
-        self._errors: list = []
+        # Undelivered errors of its commands; what is left when the queue is collected
+        # goes to the handler or stderr.
+        self._errors = error_box()
+        weakref.finalize(self, _report_lost, self._errors, async_handler, repr(self))
         self._lock = threading.Lock()
         self._last = None
         self._outstanding: list = []
@@ -342,16 +358,20 @@ class queue:
 
     # Waiting and errors ------------------------------------------------------------------
     def wait(self) -> None:
-        """Block until every command submitted so far completed."""
+        """Block until every command submitted so far completed; then, without an
+        ``async_handler``, raise their undelivered errors (see the module doc)."""
         if self._in_order:
             last = self._last
-            if last is not None:
-                last.wait()
-            return
-        pending = self._outstanding
-        self._outstanding = []
-        for e in pending:
-            e.wait()
+            if last is not None and not last._done:
+                last._wait_done()
+        else:
+            pending = self._outstanding
+            self._outstanding = []
+            for e in pending:
+                if not e._done:
+                    e._wait_done()
+        if self._errors and self._async_handler is None:
+            self.throw_asynchronous()
 
     def wait_and_throw(self) -> None:
         """``wait()``, then ``throw_asynchronous()``."""
@@ -359,29 +379,52 @@ class queue:
         self.throw_asynchronous()
 
     def throw_asynchronous(self) -> None:
-        """Hand the errors of finished commands to ``async_handler``; without one,
-        raise (the error itself when there is one, else a ``sycl.exception`` listing them)."""
-        with self._lock:
-            errors, self._errors = self._errors, []
+        """Hand the undelivered errors of finished commands to ``async_handler``;
+        without one, raise (the error itself when there is one, else a
+        ``sycl.exception`` listing them)."""
+        errors = self._errors.take()
         if not errors:
             return
         if self._async_handler is not None:
-            self._async_handler(list(errors))
+            self._async_handler(errors)
             return
-        if len(errors) == 1:
-            raise errors[0]
-        err = exception(errc.runtime, f"{len(errors)} asynchronous errors: " + "; ".join(
-            f"{type(e).__name__}: {e}" for e in errors))
-        err.exceptions = errors
-        raise err from errors[0]
-
-    def _report(self, error: BaseException) -> None:
-        with self._lock:
-            self._errors.append(error)
+        raise _combined(errors)
 
     def __repr__(self):
         return (f"<sycl.queue on {self._device!r}"
                 f"{' in_order' if self._in_order else ''}>")
+
+
+def _combined(errors: list) -> BaseException:
+    """The one exception to raise for ``errors``: the error itself when alone."""
+    if len(errors) == 1:
+        return errors[0]
+    err = exception(errc.runtime, f"{len(errors)} asynchronous errors: " + "; ".join(
+        f"{type(e).__name__}: {e}" for e in errors))
+    err.exceptions = errors
+    err.__cause__ = errors[0]
+    return err
+
+
+def _report_lost(box: error_box, async_handler, name: str) -> None:
+    """A collected queue's undelivered errors: to its handler (as DPC++'s queue
+    destructor does), else to stderr."""
+    errors = box.take()
+    if not errors:
+        return
+    if async_handler is not None:
+        try:
+            async_handler(errors)
+            return
+        except Exception as e:  # noqa: BLE001 - a finalizer cannot raise: print it too
+            errors = [*errors, e]
+    try:
+        print(f"pysycl: {len(errors)} asynchronous error(s) of {name} were never "
+              "delivered (no wait() or wait_and_throw() saw them):", file=sys.stderr)
+        for e in errors:
+            traceback.print_exception(e, file=sys.stderr)
+    except (OSError, ValueError):   # stderr closed at interpreter exit
+        pass
 
 
 def native_stream_handle(stream) -> int:
@@ -503,18 +546,20 @@ class _FastLaunch:
             lock.acquire()
             try:
                 last = q._last
-                if last is not None and last is not self.last_issued and not last._done \
-                        and not (
+                if last is not None and (last is not self.last_issued and not last._done
+                                         and not (
                         # already issued to this queue's in-order stream: the stream orders it
                         last._kind == STREAM and last._started and q._stream_in_order
-                        and getattr(last._token, "stream", None) is self.stream):
+                        and getattr(last._token, "stream", None) is self.stream)
+                        # failed and not yet seen: the general path fails this one too
+                        or last._error is not None and not last._error.delivered):
                     return None
                 try:
                     if bound is not None:
                         tok = bound(g, l, packed, local_bytes)
                     else:
                         tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
-                except BaseException as e:  # noqa: BLE001 - reported below, unlocked
+                except Exception as e:  # noqa: BLE001 - reported below, unlocked
                     error = e
                 else:
                     ev = q._last = self._event(q, tok, keep)
@@ -529,7 +574,7 @@ class _FastLaunch:
                 tok = bound(g, l, packed, local_bytes)
             else:
                 tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
-        except BaseException as e:  # noqa: BLE001 - asynchronous, as on the general path
+        except Exception as e:  # noqa: BLE001 - asynchronous, as on the general path
             return self._failed(q, e)
         if self.poll:
             if tok is None or tok is self.done_token or _token_done(tok):

@@ -14,16 +14,23 @@ buffer accesses of its accessors, the previous command of an in-order queue):
 
 Host tasks always run on the host pool (they may block, and SYCL runs them
 asynchronously). Errors of started commands are asynchronous: they go to the queue.
+A command does not run when a command it depends on failed (its event carries that
+failure), unless that failure had already been delivered to the user when the command
+was submitted (an in-order queue or a buffer is usable again once its error was seen).
+KeyboardInterrupt and SystemExit are never filed as a command's error: they propagate
+at once, and the command they cut short completes as interrupted.
 
 >>> # see queue.submit for use
 """
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 
-from .event import HOST, STREAM, _lock, complete, event, set_token
+from .event import (HOST, STREAM, cancelling, complete, dependency_done, event, interrupted,
+                    set_token)
 
 
 def enqueue(q, ev: event, deps) -> event:
@@ -33,6 +40,10 @@ def enqueue(q, ev: event, deps) -> event:
         stream_ordered = ev._kind == STREAM and q._stream_in_order
         for d in deps:
             if d._done:
+                f = d._error
+                if f is not None and not f.delivered:
+                    complete(ev, f)   # depends on a failed command: does not run
+                    return ev
                 continue
             if stream_ordered and d._token is not None and d._kind == STREAM \
                     and d._queue is not None and d._queue._stream is q._stream:
@@ -46,28 +57,32 @@ def enqueue(q, ev: event, deps) -> event:
         return ev
     # One extra count so no dependency completing meanwhile can start it early.
     ev._pending = len(pending) + 1
-    release = ev_release(ev)
     for d in pending:
-        d._on_done(release)
-    release()
+        d._on_done(ev_release(ev, d))
+    if dependency_done(ev, None):
+        start(ev)
     return ev
 
 
-def ev_release(ev: event):
-    """The callback a dependency of ``ev`` runs when it completes; the last one starts ``ev``."""
+def ev_release(ev: event, dep: event):
+    """The callback dependency ``dep`` of ``ev`` runs when it completes; the last one
+    starts ``ev`` (or completes it with the failure of a failed dependency)."""
     def release():
-        # Two threads may complete two dependencies at once: count under the lock.
-        with _lock:
-            ev._pending -= 1
-            ready = ev._pending == 0
-        if ready:
+        if dependency_done(ev, dep):
             start(ev)
     return release
 
 
 def start(ev: event) -> None:
     """Start a command whose dependencies are all complete (stream commands here,
-    host tasks on the host pool)."""
+    host tasks on the host pool); one whose dependency failed completes with that
+    failure instead, and while an interrupt unwinds (event.run_callbacks) none starts."""
+    if ev._error is not None:
+        complete(ev, ev._error)
+        return
+    if cancelling():
+        complete(ev, interrupted(KeyboardInterrupt()))
+        return
     kind = ev._kind
     ev._started = True
     if ev._times is not None:
@@ -75,9 +90,12 @@ def start(ev: event) -> None:
     if kind == STREAM:
         try:
             tok = ev._run()
-        except BaseException as e:  # issued late: the user's submit has returned
+        except Exception as e:  # issued late: the user's submit has returned
             complete(ev, e)
             return
+        except BaseException as e:  # interrupted (a native kernel runs here): propagate
+            complete(ev, interrupted(e))
+            raise
         set_token(ev, tok)
     elif kind == HOST:
         _host_pool.submit(ev)
@@ -121,9 +139,24 @@ class _HostPool:
             err = None
             try:
                 ev._run()
-            except BaseException as e:
+            except Exception as e:  # the host task's error: asynchronous, to its queue
                 err = e
+            except BaseException as e:
+                # SystemExit from a host task: its waiters raise it (event.failure);
+                # this thread ends with it, as any thread calling sys.exit() does.
+                complete(ev, e)
+                with self._cond:
+                    self._threads -= 1
+                raise
             complete(ev, err)
+
+    def after_fork_in_child(self) -> None:
+        """Its threads are gone in a forked child (their tasks with them)."""
+        self._items = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._threads = 0
+        self._idle = 0
 
 
 _host_pool = _HostPool()
+os.register_at_fork(after_in_child=_host_pool.after_fork_in_child)

@@ -664,7 +664,8 @@ class CudaDriver(Driver):
                    "driver_version_raw": version})
 
     # Memory ---------------------------------------------------------------------------
-    def alloc(self, device, nbytes: int, kind: str) -> CudaAllocation:
+    def alloc(self, device, nbytes: int, kind: str, *, context: Any = None) -> CudaAllocation:
+        # ``context`` is always None: one (primary) context per device.
         dev = _device(device)
         dev.activate()
         n = max(int(nbytes), 1)          # the driver refuses 0-byte allocations
@@ -828,7 +829,8 @@ class CudaDriver(Driver):
     # Code -----------------------------------------------------------------------------
     def load(self, device, binary: bytes, kernel_names: Sequence[str],
              spec_constants: Mapping[int, bytes] | None = None, *,
-             device_global_ids: Sequence[str] = (), code_cache: Any = None) -> CudaProgram:
+             device_global_ids: Sequence[str] = (), code_cache: Any = None,
+             context: Any = None) -> CudaProgram:
         """Load PTX (JIT-compiled by the driver for this GPU); the JIT's error log becomes
         the ``errc.build`` message."""
         if spec_constants:

@@ -196,7 +196,7 @@ class NativeCpuDriver(Driver):
 
     # Memory ---------------------------------------------------------------------------
     def alloc(self, device: DeviceDescription, nbytes: int, kind: str,
-              alignment: int = ALIGNMENT) -> HostAllocation:
+              alignment: int = ALIGNMENT, *, context: Any = None) -> HostAllocation:
         return HostAllocation(int(nbytes), kind, max(int(alignment), ALIGNMENT))
 
     def free(self, allocation: Any) -> None:
@@ -240,8 +240,10 @@ class NativeCpuDriver(Driver):
     # Code -----------------------------------------------------------------------------
     def load(self, device, binary: bytes, kernel_names: Sequence[str],
              spec_constants: Mapping[int, bytes] | None = None, *,
-             device_global_ids: Sequence[str] = (), code_cache: Any = None) -> Any:
-        # Spec constants never reach a host object natively (literal or emulated).
+             device_global_ids: Sequence[str] = (), code_cache: Any = None,
+             context: Any = None) -> Any:
+        # Spec constants never reach a host object natively (literal or emulated); one
+        # implicit context (host memory), so ``context`` is always None here.
         from pysycl.backends.native_cpu import executor
         return executor.default_executor().load(binary, list(kernel_names),
                                                 device_global_ids)

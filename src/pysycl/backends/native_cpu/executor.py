@@ -18,7 +18,9 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+import os
 import threading
+import weakref
 from time import perf_counter
 from typing import Any, Sequence
 
@@ -279,6 +281,14 @@ class WorkerPool:
         # Started by the first launch that needs them: small launches run inline.
         self._queues: list | None = None
         self._start_lock = threading.Lock()
+        _pools.add(self)
+
+    def after_fork_in_child(self) -> None:
+        """A forked child has only the forking thread: the workers (and any lock they
+        held) are gone, so the next large launch starts new ones."""
+        self._queues = None
+        self._start_lock = threading.Lock()
+        self._arena = _Arena()
 
     def _start(self) -> list:
         with self._start_lock:
@@ -293,20 +303,22 @@ class WorkerPool:
     def _work(self, q: SimpleQueue):
         while True:
             job = q.get()
+            error = None
             try:
                 self._drain(job)
-                job[-1].put(None)
-            except BaseException as e:  # noqa: BLE001 - handed to the launching thread
-                job[-1].put(e)
+            except Exception as e:  # noqa: BLE001 - handed to the launching thread
+                error = e
+            finally:
+                job[-1].put(error)   # (the launching thread always hears back)
 
     def _drain(self, job) -> None:
-        """Run chunks of the launch until none is left (chunks are taken in order from
-        a shared counter: a thread that is slowed down, by another process on its core
-        say, takes fewer)."""
-        fn, argv, words, bounds, counter, local, _ = job
+        """Run chunks of the launch until none is left or the launch is stopped (chunks
+        are taken in order from a shared counter: a thread that is slowed down, by
+        another process on its core say, takes fewer)."""
+        fn, argv, words, bounds, counter, local, stop, _ = job
         mem = self._arena.get(local) if local else 0
         last = len(bounds) - 1
-        while True:
+        while not stop:
             i = next(counter)   # atomic under the GIL
             if i >= last:
                 return
@@ -338,19 +350,44 @@ class WorkerPool:
                                    int(rest_seconds / HEAVY_CHUNK_SECONDS)))
         bounds = [first + rest * i // chunks for i in range(chunks + 1)]
         done = SimpleQueue()
-        job = (fn, argv, words, bounds, itertools.count(), local, done)
+        stop: list = []      # non-empty: start no further chunk (an interrupt)
+        job = (fn, argv, words, bounds, itertools.count(), local, stop, done)
         queues = self._queues or self._start()
         for i in range(workers - 1):
             queues[i].put(job)
         error = None
+        waiting = workers - 1
         try:
-            self._drain(job)
-        except BaseException as e:  # noqa: BLE001 - after the workers finished
-            error = e
-        for _ in range(workers - 1):
-            error = done.get() or error
+            try:
+                self._drain(job)
+            except Exception as e:  # noqa: BLE001 - raised after the workers finished
+                error = e
+            while waiting:
+                error = done.get() or error
+                waiting -= 1
+        except BaseException:
+            # KeyboardInterrupt (checked between chunks and while waiting): the workers
+            # finish the chunk they are in and start no other; then it propagates.
+            stop.append(True)
+            while waiting:
+                done.get()
+                waiting -= 1
+            raise
         if error is not None:
             raise error
+
+
+_pools: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    global _jit_lock
+    _jit_lock = threading.Lock()
+    for pool in list(_pools):
+        pool.after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class NativeExecutor:
