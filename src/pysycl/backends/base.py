@@ -46,6 +46,16 @@ def rect_extent(rect: Sequence[int], region: Sequence[int]) -> int:
     return (slices - 1) * slice_pitch + (rows - 1) * row_pitch + width
 
 
+def fork_error(backend: str) -> exception:
+    """What a driver raises in a child forked after it started in the parent: device
+    runtimes (CUDA, OpenCL) keep threads and handles that do not survive ``fork``."""
+    return exception(errc.feature_not_supported, f"the {backend} backend was started "
+                     "before os.fork(): its devices, queues, memory and programs cannot be "
+                     "used in the forked child process. Start worker processes with "
+                     "multiprocessing's 'spawn' or 'forkserver' method, or use the "
+                     "native_cpu device in the child")
+
+
 class AddressSpace(enum.Enum):
     private = "private"
     global_ = "global"

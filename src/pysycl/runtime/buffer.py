@@ -33,7 +33,7 @@ from ..properties import runtime as rt_props
 from ..properties.arguments import no_init_key
 from ..properties.base import properties as property_list
 from ..properties.base import property as _property
-from .event import USER, complete, new_event
+from .event import USER, complete, new_event, still_matters
 from .ranges import id as id_
 from .ranges import range as range_
 from .pickling import not_picklable
@@ -138,13 +138,13 @@ class _Memory:
         with _access_lock:
             last = self._last_write
             if write:
-                deps = [r for r in self._readers if not r._done]
-                if last is not None and not last._done:
+                deps = [r for r in self._readers if still_matters(r)]
+                if last is not None and still_matters(last):
                     deps.append(last)
                 self._last_write = ev
                 self._readers = []
             else:
-                deps = [last] if last is not None and not last._done else []
+                deps = [last] if last is not None and still_matters(last) else []
                 readers = self._readers
                 if len(readers) > 64:  # drop finished readers now and then
                     readers[:] = [r for r in readers if not r._done]

@@ -101,6 +101,12 @@ def interrupted(cause: BaseException) -> failure:
     return failure(err, delivered=True)
 
 
+def still_matters(ev: event) -> bool:
+    """Whether a later command must list ``ev`` as a dependency: it is not complete,
+    or it failed and nobody has seen its error yet (the later one must not run)."""
+    return not ev._done or ev._error is not None and not ev._error.delivered
+
+
 def _token_done(tok) -> bool:
     """Whether a backend token finished, without waiting (backends/base.py contract)."""
     return tok.is_complete()
@@ -391,6 +397,7 @@ class _Watcher:
             except Exception as e:  # the command failed (signals reach the main thread only)
                 err = e
             complete(ev, err)
+            del ev, err   # an idle thread keeps no command (nor its queue) alive
 
     def after_fork_in_child(self) -> None:
         """The thread is gone in a forked child: start a new one on the next push."""

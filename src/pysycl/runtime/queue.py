@@ -25,6 +25,7 @@ True
 """
 from __future__ import annotations
 
+import atexit
 import sys
 import threading
 import traceback
@@ -37,7 +38,7 @@ from . import args as args_mod
 from .context import context as context_cls
 from .device import device as device_cls
 from .event import (STREAM, _token_done, complete, error_box, event, issued_event,
-                    new_event, set_token)
+                    new_event, set_token, still_matters)
 from .handler import handler
 from .info import get_info
 from .ranges import nd_range as nd_range_cls
@@ -123,7 +124,7 @@ class queue:
         # Undelivered errors of its commands; what is left when the queue is collected
         # goes to the handler or stderr.
         self._errors = error_box()
-        weakref.finalize(self, _report_lost, self._errors, async_handler, repr(self))
+        _live.add(self)
         self._lock = threading.Lock()
         self._last = None
         self._outstanding: list = []
@@ -217,7 +218,7 @@ class queue:
         if self._in_order:
             with self._lock:
                 last, self._last = self._last, ev
-            if last is not None and not last._done:
+            if last is not None and still_matters(last):
                 deps = [last] if not deps else [*deps, last]
         else:
             out = self._outstanding
@@ -390,6 +391,13 @@ class queue:
             return
         raise _combined(errors)
 
+    def __del__(self):
+        # (__del__, not weakref.finalize: a failed host task's traceback often refers
+        # to its queue, and a finalizer's arguments would keep that cycle alive.)
+        errors = getattr(self, "_errors", None)
+        if errors:
+            _report_lost(errors, self._async_handler, repr(self))
+
     def __repr__(self):
         return (f"<sycl.queue on {self._device!r}"
                 f"{' in_order' if self._in_order else ''}>")
@@ -404,6 +412,17 @@ def _combined(errors: list) -> BaseException:
     err.exceptions = errors
     err.__cause__ = errors[0]
     return err
+
+
+_live: "weakref.WeakSet[queue]" = weakref.WeakSet()
+
+
+@atexit.register
+def _report_lost_at_exit() -> None:
+    """Queues still alive at exit report what nobody saw, as a collected one does."""
+    for q in list(_live):
+        if q._errors:
+            _report_lost(q._errors, q._async_handler, repr(q))
 
 
 def _report_lost(box: error_box, async_handler, name: str) -> None:

@@ -149,6 +149,7 @@ class _HostPool:
                     self._threads -= 1
                 raise
             complete(ev, err)
+            del ev, err   # an idle thread keeps no command (nor its queue) alive
 
     def after_fork_in_child(self) -> None:
         """Its threads are gone in a forked child (their tasks with them)."""

@@ -27,6 +27,7 @@ Design points, each for a reason:
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import threading
 import time
@@ -35,7 +36,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...errors import errc, exception
-from ..base import DeviceDescription, Driver, KernelArg, KernelArgKind, rect_extent
+from ..base import (DeviceDescription, Driver, KernelArg, KernelArgKind, fork_error,
+                    rect_extent)
 from .target import LOCAL_ARG_ALIGN, cuda_target, ptx_symbol
 
 try:
@@ -90,8 +92,27 @@ _tls = threading.local()
 
 def _activate(ctx) -> None:
     if getattr(_tls, "ctx", None) is not ctx:
+        if _fork.child_of_started:
+            raise fork_error("CUDA")
         _call(cu.cuCtxSetCurrent, ctx)
         _tls.ctx = ctx
+
+
+class _fork:
+    """CUDA cannot be used in a child forked after ``cuInit`` in the parent."""
+
+    started = False            # cuInit succeeded in this process
+    child_of_started = False   # this process was forked from one where it had
+
+    @classmethod
+    def after_in_child(cls) -> None:
+        cls.child_of_started = cls.started
+        # The forking thread's current context is the parent's: every use of a context
+        # goes through _activate again (and fails there).
+        _tls.__dict__.clear()
+
+
+os.register_at_fork(after_in_child=_fork.after_in_child)
 
 
 class CudaDevice:
@@ -621,6 +642,7 @@ class CudaDriver(Driver):
                 self.absent_reason = (f"cuInit failed: {getattr(status, 'name', status)}"
                                       f"{_driver_age_hint()}")
                 return []
+            _fork.started = True
             return [self._describe(i) for i in range(_call(cu.cuDeviceGetCount))]
         except Exception as e:  # noqa: BLE001 - no libcuda, a broken driver: no devices
             self.absent_reason = f"the CUDA driver cannot be used: {type(e).__name__}: {e}"
@@ -689,6 +711,9 @@ class CudaDriver(Driver):
     def free(self, allocation: CudaAllocation) -> None:
         """Release memory; views from ``host_view()`` must not be used afterwards."""
         if not allocation.ptr:
+            return
+        if _fork.child_of_started:   # the parent's memory: not this process's to free
+            allocation.ptr = 0
             return
         allocation.device.activate()
         fn = cu.cuMemFreeHost if allocation.kind == "host" else cu.cuMemFree
@@ -936,6 +961,8 @@ class CudaDriver(Driver):
             _call(cu.cuStreamDestroy, handle)
 
     def synchronize(self, stream: CudaStream) -> None:
+        if _fork.child_of_started:
+            raise fork_error("CUDA")
         _call(cu.cuStreamSynchronize, stream.handle, what="waiting for the queue")
 
     def record_event(self, stream: CudaStream, timing: bool = False) -> CudaToken:

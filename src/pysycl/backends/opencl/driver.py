@@ -41,12 +41,13 @@ from __future__ import annotations
 import collections
 import ctypes
 import logging
+import os
 import threading
 import time
 from typing import Any, Mapping, Sequence
 
 from pysycl.backends.base import (DeviceDescription, Driver, KernelArg, KernelArgKind,
-                                  rect_extent)
+                                  fork_error, rect_extent)
 from pysycl.backends.opencl import cl_ext, environment
 from pysycl.backends.opencl.target import target_for_il_version
 from pysycl.errors import errc, exception
@@ -64,6 +65,27 @@ except Exception as _e:   # missing package, broken install: the backend is abse
     _IMPORT_ERROR = _e
 else:
     _IMPORT_ERROR = None
+
+
+class _fork:
+    """The OpenCL runtime (Intel's CPU runtime: TBB worker threads; GPU drivers: device
+    handles) does not survive ``fork``: a child forked after the parent found platforms
+    must not touch it (it hangs or crashes there), and raises instead."""
+
+    started = False            # platforms were listed in this process
+    child_of_started = False   # this process was forked from one where they were
+
+    @classmethod
+    def after_in_child(cls) -> None:
+        cls.child_of_started = cls.started
+
+    @classmethod
+    def check(cls) -> None:
+        if cls.child_of_started:
+            raise fork_error("OpenCL")
+
+
+os.register_at_fork(after_in_child=_fork.after_in_child)
 
 
 class OpenCLAllocation:
@@ -104,6 +126,7 @@ class OpenCLEvent:
         self.stream = stream
 
     def wait(self) -> None:
+        _fork.check()
         self.event.wait()
         self._keep = None
 
@@ -272,11 +295,14 @@ class OpenCLDriver(Driver):
         if cl is None:
             log.debug("OpenCL backend absent: %s", _IMPORT_ERROR)
             return []
+        if _fork.child_of_started:
+            return []
         try:
             platforms = cl.get_platforms()
         except Exception as e:      # PLATFORM_NOT_FOUND_KHR when no ICD is installed
             log.debug("OpenCL: no platforms: %s", e)
             return []
+        _fork.started = True
         found = []
         for platform in platforms:
             try:
@@ -360,6 +386,7 @@ class OpenCLDriver(Driver):
     # Contexts and streams ----------------------------------------------------
     def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
         """A ``cl.Context`` over ``devices`` (all of one platform)."""
+        _fork.check()
         platforms = {d.extra["platform"].int_ptr for d in devices}
         if len(platforms) != 1:
             raise exception(errc.invalid, "an OpenCL context cannot span platforms: "
@@ -367,6 +394,7 @@ class OpenCLDriver(Driver):
         return cl.Context([d.handle for d in devices])
 
     def default_context(self, device: DeviceDescription) -> Any:
+        _fork.check()
         platform = device.extra["platform"]
         key = platform.int_ptr
         with self._lock:
@@ -383,6 +411,7 @@ class OpenCLDriver(Driver):
 
     def create_stream(self, device: DeviceDescription, profiling: bool, *, in_order: bool = True,
                       context: Any = None) -> Any:
+        _fork.check()
         props = 0
         if profiling:
             props |= cl.command_queue_properties.PROFILING_ENABLE
@@ -395,6 +424,7 @@ class OpenCLDriver(Driver):
                             f"cannot create a queue on {device.name}: {e}") from None
 
     def synchronize(self, stream: Any) -> None:
+        _fork.check()
         stream.finish()
 
     # Memory ------------------------------------------------------------------
@@ -409,6 +439,7 @@ class OpenCLDriver(Driver):
 
     def alloc(self, device: DeviceDescription, nbytes: int, kind: str, *, context: Any = None,
               alignment: int = 0) -> OpenCLAllocation:
+        _fork.check()
         ctx = self._context(device, context)
         if kind == "buffer":
             try:
@@ -430,6 +461,8 @@ class OpenCLDriver(Driver):
         if allocation.freed:
             return
         allocation.freed = True
+        if _fork.child_of_started:   # the parent's memory: not this process's to free
+            return
         if allocation.buffer is not None:
             allocation.buffer.release()
         elif allocation.ptr:
@@ -438,6 +471,7 @@ class OpenCLDriver(Driver):
     def copy(self, stream: Any, dst: Any, dst_offset: int, src: Any, src_offset: int,
              nbytes: int, *, wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
         """Copy ``nbytes``; each side is an allocation or a host buffer (memoryview)."""
+        _fork.check()
         events = [e.event for e in wait_for]
         if stream is None:   # a copy outside any queue (buffer write-back to the host)
             alloc = next((a for a in (dst, src) if isinstance(a, OpenCLAllocation)), None)
@@ -506,6 +540,7 @@ class OpenCLDriver(Driver):
     def fill(self, stream: Any, dst: Any, offset: int, pattern: bytes, nbytes: int, *,
              wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
         """Repeat ``pattern`` (1, 2, 4, ... 128 bytes, dividing ``nbytes``) over the range."""
+        _fork.check()
         pattern = bytes(pattern)
         if nbytes % len(pattern):
             raise exception(errc.invalid, f"fill size {nbytes} is not a multiple of the "
@@ -532,6 +567,7 @@ class OpenCLDriver(Driver):
         a later load in any process builds from it (clCreateProgramWithBinary): the
         first SPIR-V build in a process costs ~200 ms on Intel's CPU runtime (its
         compiler loads), a binary ~2 ms."""
+        _fork.check()
         ctx = self._context(device, context)
         binary = bytes(binary)
         _check_spirv(binary, kernel_names)
@@ -601,6 +637,7 @@ class OpenCLDriver(Driver):
         """Set ``args`` (those that changed since the kernel's last launch) and enqueue.
         Sizes are in SYCL order (reversed here). ``local_mem_bytes`` is unused: OpenCL
         local memory comes as ``local`` args."""
+        _fork.check()
         gsize, lsize = _cl_sizes(global_size, local_size)
         events = [e.event for e in wait_for] or None
         with program.lock:
@@ -637,7 +674,11 @@ class OpenCLDriver(Driver):
         # launch, replaced as one tuple (threads may share the bound launch).
         last_sizes = [((), (), None, None)]
 
+        fork = _fork
+
         def launch(global_size, local_size, args, local_mem_bytes=0):
+            if fork.child_of_started:
+                fork.check()
             args.append(trailing)
             sizes = last_sizes[0]
             if global_size == sizes[0] and local_size == sizes[1]:
@@ -730,6 +771,7 @@ class OpenCLDriver(Driver):
         return found
 
     def _global_copy(self, program, name, offset, nbytes, stream, wait_for, to_device, data):
+        _fork.check()
         ptr, size = self.global_address(program, name)
         if offset < 0 or offset + nbytes > size:
             raise exception(errc.invalid, f"device global {name!r} has {size} bytes; "

@@ -1,0 +1,205 @@
+"""Asynchronous errors are never lost (a host task's exception, a failed launch, a
+failed debug check): without an ``async_handler`` ``wait()`` on the failed command and
+``queue.wait()`` raise them; with one they go there; a command that depends on a
+failed one does not run and its event carries the error; errors nobody saw when the
+queue is collected go to the handler or stderr."""
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pysycl as sycl
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(2122)
+
+
+@sycl.kernel
+def double(i: sycl.item[1], a: sycl.accessor[np.float32, 1]):
+    a[i] = a[i] * 2.0
+
+
+@sycl.kernel
+def add_one(i: sycl.item[1], a: sycl.global_ptr[np.float32]):
+    a[i] = a[i] + 1.0
+
+
+class Boom(ValueError):
+    pass
+
+
+def _fail():
+    raise Boom("host task failed")
+
+
+def test_wait_on_failed_host_task_raises_the_original(queue):
+    ev = queue.host_task(_fail)
+    with pytest.raises(Boom, match="host task failed"):
+        ev.wait()
+    with pytest.raises(Boom):                 # the event keeps carrying it
+        ev.wait()
+    queue.wait()                              # delivered once: the queue does not repeat it
+    queue.throw_asynchronous()
+
+
+def test_queue_wait_raises_an_unseen_error(queue):
+    queue.host_task(_fail)
+    ok = queue.host_task(lambda: None)
+    with pytest.raises(Boom):
+        queue.wait()
+    assert ok.status == sycl.info.event_command_status.complete
+    queue.wait()                              # nothing left
+
+
+def test_in_order_queue_wait_raises(device):
+    q = sycl.queue(device, in_order=True)
+    q.host_task(_fail)
+    with pytest.raises(Boom):
+        q.wait()
+
+
+def test_several_errors_raise_one_exception_listing_them(queue):
+    a, b = queue.host_task(_fail), queue.host_task(lambda: 1 / 0)
+    with pytest.raises(sycl.exception) as info:
+        queue.wait()
+    assert info.value.code() == sycl.errc.runtime
+    kinds = sorted(type(e).__name__ for e in info.value.exceptions)
+    assert kinds == ["Boom", "ZeroDivisionError"]
+    for ev in (a, b):                          # each event still raises its own
+        with pytest.raises((Boom, ZeroDivisionError)):
+            ev.wait()
+
+
+def test_with_a_handler_errors_go_there_not_to_wait(device):
+    seen = []
+    q = sycl.queue(device, async_handler=seen.extend)
+    ev = q.host_task(_fail)
+    ev.wait()                                 # no raise: the handler takes errors
+    q.wait()
+    assert seen == []
+    q.wait_and_throw()
+    assert len(seen) == 1 and isinstance(seen[0], Boom)
+    q.throw_asynchronous()
+    assert len(seen) == 1                     # delivered once
+
+
+def test_dependant_of_a_failed_command_does_not_run(queue, rng):
+    x = rng.standard_normal(16).astype(np.float32)
+    ran = []
+    first = queue.host_task(_fail)
+    second = queue.submit(lambda cgh: (cgh.depends_on(first),
+                                       cgh.host_task(lambda: ran.append(1))))
+    with pytest.raises(Boom):
+        second.wait()                         # it carries the error it did not run for
+    assert ran == []
+    # A buffer whose writer failed: the reader does not run on its stale contents.
+    data = x.copy()
+    with pytest.raises(Boom):
+        with sycl.buffer(data) as b:
+            def write(cgh):
+                acc = sycl.accessor(b, cgh)
+                cgh.host_task(lambda: (acc.__setitem__(0, 7.0), _fail()))
+            queue.submit(write)
+            queue.submit(lambda cgh: cgh.parallel_for(sycl.range(16), double,
+                                                      sycl.accessor(b, cgh)))
+    assert data[0] == 7.0 and np.array_equal(data[1:], x[1:])   # no doubling ran
+
+
+def test_a_failure_already_seen_no_longer_blocks(device, rng):
+    q = sycl.queue(device, in_order=True)
+    a = sycl.malloc_shared(8, np.float32, q)
+    x = rng.standard_normal(8).astype(np.float32)
+    try:
+        np.asarray(a)[:] = x
+        q.host_task(_fail)
+        with pytest.raises(Boom):
+            q.wait()
+        q.parallel_for(sycl.range(8), add_one, a).wait()   # the queue is usable again
+        np.testing.assert_allclose(np.asarray(a), x + 1.0, rtol=1e-6)
+    finally:
+        sycl.free(a, q)
+
+
+def test_failed_debug_check_raises_at_wait(queue, monkeypatch):
+    if queue.get_device().backend != sycl.backend.native_cpu:
+        pytest.skip("debug checks report on native_cpu")
+    monkeypatch.setenv("PYSYCL_DEBUG", "bounds")
+
+    @sycl.kernel
+    def past_end(it: sycl.item[1], x: sycl.accessor[np.float32, 1, sycl.read_only],
+                 y: sycl.accessor[np.float32, 1, sycl.write_only]):
+        y[it] = x[it.get_id(0) + 1]
+    x = np.arange(4, dtype=np.float32)
+    y = np.zeros(4, np.float32)
+    bx, by = sycl.buffer(x), sycl.buffer(y)
+    ev = queue.submit(lambda cgh: cgh.parallel_for(
+        4, past_end, sycl.accessor(bx, cgh, sycl.read_only),
+        sycl.accessor(by, cgh, sycl.write_only)))
+    with pytest.raises(sycl.exception) as info:
+        ev.wait()
+    assert info.value.code() == sycl.errc.kernel and "past_end" in str(info.value)
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ))
+
+
+@pytest.mark.parametrize("backend", ["native_cpu", "opencl"])
+def test_unseen_error_of_a_collected_queue_goes_to_stderr(device, backend):
+    if device.backend.name != backend:
+        pytest.skip("one run per device")
+    r = _run(f"""
+        import gc, pysycl as sycl
+        dev = [d for d in sycl.device.get_devices() if d.backend.name == {backend!r}][0]
+        q = sycl.queue(dev)
+        q.host_task(lambda: 1 / 0)
+        import time; time.sleep(0.2)
+        del q
+        gc.collect()
+        print("still running")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "still running" in r.stdout
+    assert "ZeroDivisionError" in r.stderr and "never" in r.stderr
+
+
+def test_unseen_error_of_a_collected_queue_goes_to_its_handler(device):
+    seen = []
+    q = sycl.queue(device, async_handler=seen.extend)
+    q.host_task(_fail).wait()
+    del q
+    gc.collect()
+    assert len(seen) == 1 and isinstance(seen[0], Boom)
+
+
+def test_unseen_error_at_exit_is_printed():
+    r = _run("""
+        import time, pysycl as sycl
+        q = sycl.queue()
+        ev = q.host_task(lambda: 1 / 0)
+        while ev.status != sycl.info.event_command_status.complete:
+            time.sleep(0.01)
+    """)
+    assert r.returncode == 0
+    assert "ZeroDivisionError" in r.stderr
+
+
+def test_readme_example_runs():
+    """The README's example of error delivery runs as written."""
+    import re
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("## Errors of running commands", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    r = _run("import pysycl as sycl\n" + code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "caught: bad input\n"
+    assert r.stderr == ""
