@@ -190,16 +190,3 @@ def test_unseen_error_at_exit_is_printed():
     assert r.returncode == 0
     assert "ZeroDivisionError" in r.stderr
 
-
-def test_readme_example_runs():
-    """The README's example of error delivery runs as written."""
-    import re
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    section = text.split("## Errors of running commands", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    r = _run("import pysycl as sycl\n" + code)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == "caught: bad input\n"
-    assert r.stderr == ""
