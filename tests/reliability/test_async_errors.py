@@ -190,3 +190,23 @@ def test_unseen_error_at_exit_is_printed():
     assert r.returncode == 0
     assert "ZeroDivisionError" in r.stderr
 
+
+
+def test_in_order_launch_after_an_unseen_failure_does_not_run(device, rng):
+    """The shortcut of a kernel launched before (queue.parallel_for's fast path) also
+    leaves a launch after a failed, unseen command unrun."""
+    q = sycl.queue(device, in_order=True)
+    a = sycl.malloc_shared(8, np.float32, q)
+    x = rng.standard_normal(8).astype(np.float32)
+    try:
+        np.asarray(a)[:] = x
+        q.parallel_for(sycl.range(8), add_one, a).wait()
+        q.parallel_for(sycl.range(8), add_one, a).wait()      # the shortcut is set up
+        q.host_task(_fail)
+        ev = q.parallel_for(sycl.range(8), add_one, a)
+        with pytest.raises(Boom):
+            ev.wait()
+        np.testing.assert_allclose(np.asarray(a), x + 2.0, rtol=1e-6)
+        q.wait()                              # seen through ev: nothing left
+    finally:
+        sycl.free(a, q)

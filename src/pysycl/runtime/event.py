@@ -289,10 +289,19 @@ def complete(ev: event, error: BaseException | failure | None = None) -> None:
     """Mark ``ev`` complete (once), wake waiters, run dependants' callbacks. ``error``:
     the command failed (an exception), or did not run because of ``failure``; either is
     kept for the user in the queue's error box until delivered."""
+    f = None
+    if error is not None:
+        f = error if isinstance(error, failure) else failure(error)
     _acquire()   # (no ``with``: this runs once per command; attribute writes only)
     if ev._done:
         _release()
         return
+    if f is not None:
+        # Recorded before ``_done``: whoever sees the event complete sees its error,
+        # in the event and in the queue's box.
+        ev._error = f
+        if ev._queue is not None:
+            ev._queue._errors.add(f)
     ev._done = True
     callbacks, ev._callbacks = ev._callbacks, None
     flag = ev._flag
@@ -301,11 +310,6 @@ def complete(ev: event, error: BaseException | failure | None = None) -> None:
     del run      # (outside the lock: dropping it may run finalizers)
     if ev._times is not None:
         ev._times[2] = time.perf_counter_ns()
-    if error is not None:
-        f = error if isinstance(error, failure) else failure(error)
-        ev._error = f
-        if ev._queue is not None:
-            ev._queue._errors.add(f)
     if flag is not None:
         flag.set()
     if callbacks:
