@@ -156,6 +156,9 @@ class _Memory:
             pending = list(self._readers)
             if self._last_write is not None:
                 pending.append(self._last_write)
+        for e in pending:   # every use ends before a failed one's error is raised
+            if not e._done:
+                e._wait_done()
         for e in pending:
             e.wait()
 

@@ -129,11 +129,11 @@ class FakeDriver(Driver):
         return []
 
     def load(self, device, binary, kernel_names, spec_constants=None, *,
-             device_global_ids=(), code_cache=None):
+             device_global_ids=(), code_cache=None, context=None):
         self.loads += 1
         return FakeProgram(binary, list(kernel_names), dict(spec_constants or {}))
 
-    def alloc(self, device, nbytes, kind):
+    def alloc(self, device, nbytes, kind, *, context=None):
         return bytearray(nbytes)
 
     def copy(self, stream, dst, dst_offset, src, src_offset, nbytes):
