@@ -160,7 +160,7 @@ class _Memory:
             if not e._done:
                 e._wait_done()
         for e in pending:
-            e.wait()
+            e._raise_unseen()
 
     # Data movement ---------------------------------------------------------------------
     def _memory_for(self, dev, ctx):

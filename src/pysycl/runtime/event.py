@@ -38,19 +38,23 @@ class failure:
     """The error of a failed command, shared by the events of the commands that did not
     run because of it; ``boxes``: the queues' error boxes it is still undelivered in."""
 
-    __slots__ = ("error", "boxes", "delivered")
+    __slots__ = ("error", "traceback", "boxes", "delivered")
 
     def __init__(self, error: BaseException, delivered: bool = False):
         self.error = error
+        # Each raise starts again from where the command failed: raising one exception
+        # object again and again would otherwise stack every raise's frames onto it.
+        self.traceback = error.__traceback__
         self.boxes: list = []
         self.delivered = delivered
 
     def deliver(self) -> BaseException:
-        """Mark it seen by the user (no queue reports it again); returns the error."""
+        """Mark it seen by the user (no queue reports it again); returns the error, to
+        raise, with the traceback of the failure."""
         self.delivered = True
         for box in self.boxes:
             box.discard(self)
-        return self.error
+        return self.error.with_traceback(self.traceback)
 
     @property
     def always_raised(self) -> bool:
@@ -168,6 +172,14 @@ class event:
                 self._watched = True
                 _watcher.push(self)
         flag.wait()
+
+    def _raise_unseen(self) -> None:
+        """For a complete event: raise its failure as ``wait()`` does, unless the user
+        has seen it already (what waits on behalf of a command, such as a buffer's
+        write-back, must not raise a handled error again)."""
+        f = self._error
+        if f is not None and not f.delivered:
+            self._raise_error()
 
     def _raise_error(self) -> None:
         f = self._error
