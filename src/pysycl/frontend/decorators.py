@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
+import pickle
 import threading
 
 from ..errors import errc, exception, hide_compiler_frames
@@ -54,6 +56,51 @@ class _FrontendFunction:
 
     def __repr__(self):
         return f"<sycl.{self._pysycl_function_kind} {self.name}>"
+
+    def __reduce__(self):
+        """Pickled by reference, as Python pickles functions: the module and qualified
+        name, looked up again where it is unpickled (an MPI rank, a worker process), so
+        the receiver compiles (or finds in its cache) the same source."""
+        problem = _reference_problem(self)
+        if problem:
+            raise pickle.PicklingError(
+                f"@sycl.{self._pysycl_function_kind} {self.module_name}.{self.qualname} "
+                f"cannot be pickled: it is sent by reference (module and name) and {problem}; "
+                "define it at the top level of a module the receiving process can import")
+        return (_by_reference, (self.module_name, self.qualname, self._pysycl_function_kind))
+
+
+def _lookup(module_name: str, qualname: str):
+    """The object bound to ``qualname`` in module ``module_name`` (imported if needed)."""
+    target = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _reference_problem(fn: _FrontendFunction) -> str | None:
+    """Why ``fn`` cannot be found again by module and qualified name, or None."""
+    if "<locals>" in fn.qualname:
+        return "it is defined inside a function"
+    try:
+        found = _lookup(fn.module_name, fn.qualname)
+    except (ImportError, AttributeError):
+        return f"{fn.qualname} is not a name in module {fn.module_name}"
+    return None if found is fn else f"{fn.module_name}.{fn.qualname} is another object"
+
+
+def _by_reference(module_name: str, qualname: str, kind: str):
+    """Unpickle a kernel or device function: look it up in this process."""
+    try:
+        found = _lookup(module_name, qualname)
+    except (ImportError, AttributeError) as e:
+        raise exception(errc.invalid, f"@sycl.{kind} {module_name}.{qualname} is not "
+                        f"importable in this process ({type(e).__name__}: {e}); the receiving "
+                        "process must be able to import the module that defines it") from None
+    if not isinstance(found, _FrontendFunction):
+        raise exception(errc.invalid, f"{module_name}.{qualname} is {type(found).__name__}, "
+                        f"not a @sycl.{kind} function, in this process")
+    return found
 
 
 class KernelFunction(_FrontendFunction):
