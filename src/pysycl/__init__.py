@@ -68,6 +68,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "platform": ("pysycl.runtime.device:platform",),
     "context": ("pysycl.runtime.context:context",),
     "queue": ("pysycl.runtime.queue:queue",),
+    "device_for_rank": ("pysycl.runtime.ranks:device_for_rank",),
+    "node_local_rank": ("pysycl.runtime.ranks:node_local_rank",),
     "handler": ("pysycl.runtime.handler:handler", "pysycl.runtime.queue:handler"),
     "event": ("pysycl.runtime.event:event",),
     "info": ("pysycl.runtime.info:info",),

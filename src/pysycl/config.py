@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import errc, exception
+
 
 def device_selector() -> str | None:
     """``PYSYCL_DEVICE_SELECTOR`` (like ``ONEAPI_DEVICE_SELECTOR``)."""
@@ -57,11 +59,24 @@ def debug_checks() -> frozenset[str]:
 
 
 def num_threads() -> int:
-    """Worker threads of the native CPU device (``PYSYCL_NUM_THREADS``)."""
+    """Worker threads of the native CPU device: ``PYSYCL_NUM_THREADS``, else the cores
+    this process may run on (its CPU affinity, which ``mpiexec --bind-to``, ``taskset``
+    and batch systems set), so several ranks on one node do not oversubscribe it."""
     raw = os.environ.get("PYSYCL_NUM_THREADS")
-    if raw and raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return os.cpu_count() or 1
+    if raw:
+        if raw.isdigit() and int(raw) > 0:
+            return int(raw)
+        raise exception(errc.invalid, f"PYSYCL_NUM_THREADS={raw!r}: expected a positive "
+                        "integer")
+    return len(usable_cores())
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on, ascending."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
+        return list(range(os.cpu_count() or 1))
 
 
 def cuda_libdevice() -> str | None:
@@ -108,3 +123,21 @@ def cuda_compile_in_worker() -> bool:
     """``PYSYCL_CUDA_COMPILE_WORKER=0`` compiles PTX in this process (faster first compile;
     an LLVM assertion then ends the program instead of raising ``errc.build``)."""
     return os.environ.get("PYSYCL_CUDA_COMPILE_WORKER", "1") not in ("0", "false", "off", "no")
+
+
+# Node-local rank and rank count as MPI launchers and batch systems publish them
+# (Open MPI, MPICH's Hydra, Slurm, PMIx), for picking a device per rank.
+_LOCAL_RANK_VARS = (("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+                    ("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+                    ("PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"),
+                    ("SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"))
+
+
+def launcher_local_rank() -> tuple[int, int] | None:
+    """(node-local rank, ranks on this node) from the launcher's environment, if any."""
+    for rank_var, size_var in _LOCAL_RANK_VARS:
+        rank, size = os.environ.get(rank_var), os.environ.get(size_var)
+        if rank and rank.isdigit():
+            count = int(size) if size and size.isdigit() else int(rank) + 1
+            return int(rank), max(count, int(rank) + 1)
+    return None

@@ -1,0 +1,46 @@
+"""MPI across processes: the distributed heat example under ``mpiexec -n 2`` and ``-n 4``
+gives the one-process NumPy result; ranks find their node-local rank and a device."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scaleout_env import child_env
+
+pytest.importorskip("mpi4py")
+
+
+def _mpiexec() -> str:
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if not found:
+        pytest.skip("no mpiexec (pip install -e '.[mpi]' brings MPICH)")
+    return found
+
+
+def _mpirun(n: int, *args: str, timeout: float = 300) -> str:
+    proc = subprocess.run([_mpiexec(), "-n", str(n), sys.executable, *args],
+                          capture_output=True, text=True, timeout=timeout, env=child_env())
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_heat_example_matches_numpy(ranks):
+    # 37 rows: bands of unequal height; 29 columns: no power of two anywhere.
+    out = _mpirun(ranks, "-m", "pysycl.examples.heat_mpi", "--rows", "37", "--cols", "29",
+                  "--steps", "12", "--check")
+    assert f"{ranks} ranks" in out and "matches NumPy" in out
+
+
+def test_each_rank_knows_its_node_local_rank_and_gets_a_device():
+    code = ("from mpi4py import MPI\nimport pysycl as sycl\n"
+            "c = MPI.COMM_WORLD\n"
+            "print('RANK', c.Get_rank(), *sycl.node_local_rank(c), *sycl.node_local_rank(),"
+            " sycl.device_for_rank(c).is_cpu() or sycl.device_for_rank(c).is_gpu())\n")
+    lines = [l.split()[1:] for l in _mpirun(2, "-c", code).splitlines() if l.startswith("RANK")]
+    assert sorted(lines) == [["0", "0", "2", "0", "2", "True"], ["1", "1", "2", "1", "2", "True"]]
