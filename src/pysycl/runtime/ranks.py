@@ -1,9 +1,8 @@
 """One device per process of a distributed job (MPI ranks, Dask workers).
 
-``device_for_rank`` gives each node-local rank its own GPU, or, on a CPU-only node, its
-own share of the cores the node's ranks may use, so ranks never share a device by
-accident and the native CPU device of one rank does not oversubscribe the cores of
-another. The node-local rank comes from an mpi4py communicator when one is given
+``device_for_rank`` gives each node-local rank its own GPU where the node has them, so
+ranks never share a GPU by accident; on a CPU-only node each rank's native CPU device
+runs as many threads as the cores the launcher bound the rank to. The node-local rank comes from an mpi4py communicator when one is given
 (``comm.Split_type(COMM_TYPE_SHARED)``), else from the launcher's environment (Open MPI,
 MPICH, PMIx, Slurm); no MPI library is imported here.
 
@@ -48,8 +47,8 @@ def _shared_split_type(comm) -> int:
 
 def device_for_rank(comm=None, *, prefer=device_type.gpu, local_rank=None) -> device:
     """The device of this rank: GPU ``local_rank % GPUs`` when the node has GPUs (and
-    ``prefer`` is ``gpu``), else a sub-device of the CPU with this rank's equal share of
-    the cores (threads pinned to them).
+    ``prefer`` is ``gpu``), else the CPU device (its threads follow the process's CPU
+    affinity, which the launcher's binding sets).
 
     ``local_rank``: ``(rank, count)`` to use instead of asking ``comm`` or the launcher.
     """
