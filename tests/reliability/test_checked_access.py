@@ -144,6 +144,31 @@ def test_usm_store_past_its_allocation(queue, rng):
     np.testing.assert_array_equal(p.to_numpy(), np.full(n, v))
 
 
+@sycl.device
+def put(dst: sycl.global_ptr[np.float32], i: np.int64, v: np.float32) -> None:
+    dst[i] = v
+
+
+@sycl.kernel
+def store_through_device_function(it: sycl.item[1], p: sycl.global_ptr[np.float32],
+                                  k: np.int64):
+    put(p + k, it.get_id(0), np.float32(it.get_id(0)))
+
+
+def test_device_function_pointer_parameter(queue):
+    """A pointer passed to a device function keeps its extent: the bytes after it."""
+    n = 10
+    p = sycl.malloc_shared(n, np.float32, queue)
+    p[:] = -1
+    err = _kernel_error(lambda: _run(queue, lambda: queue.parallel_for(
+        n, store_through_device_function, p, np.int64(4))))
+    assert "USM pointer 'dst'" in str(err) and "of 6 elements" in str(err), str(err)
+    np.testing.assert_array_equal(p.to_numpy(), [-1, -1, -1, -1, 0, 1, 2, 3, 4, 5])
+    queue.parallel_for(n, store_through_device_function, p, np.int64(0)).wait()
+    queue.wait_and_throw()
+    np.testing.assert_array_equal(p.to_numpy(), np.arange(n))
+
+
 def test_usm_load_out_of_range(queue, rng):
     n = 16
     src = sycl.malloc_shared(n, np.float32, queue)

@@ -97,6 +97,8 @@ class LoweringContext:
         self.spec_buffer: ll.Value | None = None
         # global_ptr kernel parameter -> its hidden byte count (checked builds).
         self.extents: dict[Value, ll.Value] = {}
+        # Pointer locals -> the name of the parameter they point into (checked builds).
+        self.var_roots: dict[str, str] = {}
         self.wi: Any = None               # target work-item state (see TargetLowering)
         entry = llfn.append_basic_block("entry")
         self.alloca_builder = ll.IRBuilder(entry)

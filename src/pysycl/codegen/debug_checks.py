@@ -118,6 +118,39 @@ def finish_module(llmodule: ll.Module) -> None:
         found.finish(llmodule)
 
 
+#: The size passed for a pointer whose memory is not known (a checked build's device
+#: function then checks nothing through it).
+UNKNOWN_BYTES = 1 << 62
+
+
+def usm_root(ctx, v):
+    """The pointer parameter (of this function, with a known size) that IR value ``v``
+    points into: through ``ptr.offset`` and locals that ``passes/bounds_checks`` marked
+    with their parameter (``usm_root``); None when unknown."""
+    while v.owner is not None and v.owner.name == "ptr.offset":
+        v = v.owner.operands[0]
+    if v in ctx.extents:
+        return v
+    if v.owner is not None and v.owner.name == "var.load":
+        name = ctx.var_roots.get(v.owner.attrs["name"])
+        for p in ctx.function.params:
+            if p.name == name and p.value in ctx.extents:
+                return p.value
+    return None
+
+
+def bytes_after(ctx, v, ptr: ll.Value) -> ll.Value:
+    """The bytes from pointer ``v`` (LLVM value ``ptr``) to the end of the memory it
+    points into, passed with it to a device function (i64; may be negative, which fails
+    every check there)."""
+    root = usm_root(ctx, v)
+    if root is None:
+        return ll.Constant(lt.I64, UNKNOWN_BYTES)
+    b = ctx.builder
+    end = b.add(b.ptrtoint(ctx.get(root), lt.I64), ctx.extents[root])
+    return b.sub(end, b.ptrtoint(ptr, lt.I64))
+
+
 def location(op) -> str:
     loc = op.loc
     if loc is None or not getattr(loc, "file", None):
@@ -151,4 +184,5 @@ def check(ctx, op, ok: ll.Value, kind: str, subject: str, index: ll.Value | None
     bld.position_at_end(cont)
 
 
-__all__ = ["check", "enabled", "bounds_build", "finish_module", "start_module", "location"]
+__all__ = ["check", "enabled", "bounds_build", "bytes_after", "finish_module", "start_module",
+           "location", "usm_root"]

@@ -69,7 +69,7 @@ def param_types(p: Param, kernel: bool, lowering: TargetLowering) -> list[ll.Typ
         return [lt.pointer("local", spaces)] + [lt.I64] * t.dims
     if not lt.has_storage(t):
         return []
-    if kernel and isinstance(t, PointerType) and t.space == "global" and \
+    if isinstance(t, PointerType) and t.space == "global" and \
             debug_checks.bounds_build(lowering):
         return [lt.pointer("global", spaces), lt.I64]   # + its memory's size in bytes
     if kernel and lt.is_aggregate(t):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ..ir.loops import constant_int, full_unroll_wanted
-from ..ir.types import ScalarType
+from ..ir.types import PointerType, ScalarType
 from . import types as lt
 from . import debug_checks
 from .context import AccessorValue, LoopTarget, rule
@@ -171,6 +171,9 @@ def call_args(ctx, values) -> list:
             out += [x.ptr, *x.ranges, x.offset] if lt.is_expanded(v.type) else [x.ptr]
         else:
             out.append(x)
+            if isinstance(v.type, PointerType) and v.type.space == "global" and \
+                    debug_checks.bounds_build(ctx.lowering):
+                out.append(debug_checks.bytes_after(ctx, v, x))   # a checked build
     return out
 
 

@@ -48,6 +48,8 @@ def var_address(ctx: LoweringContext, name: str, op: Op) -> tuple[ll.Value, Type
 @rule("var")
 def lower_var(ctx, op):
     declare_var(ctx, op.attrs["name"], op.attrs["type"], bool(op.attrs.get("per_item")))
+    if "usm_root" in op.attrs:   # checked builds (passes/bounds_checks)
+        ctx.var_roots[op.attrs["name"]] = op.attrs["usm_root"]
 
 
 @rule("var.load")
@@ -215,15 +217,16 @@ def lower_acc_ptr(ctx, op):
 
 @rule("ptr.extent")
 def lower_ptr_extent(ctx, op):
-    """Elements from a ``global_ptr`` kernel parameter to the end of its memory: the
-    hidden byte count of checked builds (``codegen/module.py``) over the element size."""
+    """Elements from a ``global_ptr`` parameter to the end of its memory: the hidden
+    byte count of checked builds (``codegen/module.py``) over the element size (signed:
+    a negative count, a pointer past its memory, fails every check)."""
     (p,) = op.operands
     nbytes = ctx.extents.get(p)
     if nbytes is None:
-        raise ctx.error(op, f"ptr.extent of {p!r}, which is not a global_ptr kernel "
-                            "parameter of a checked build")
+        raise ctx.error(op, f"ptr.extent of {p!r}, which is not a global_ptr parameter of "
+                            "a checked build")
     size = max(p.type.pointee.size, 1)
-    return ctx.builder.udiv(nbytes, ll.Constant(lt.I64, size))
+    return ctx.builder.sdiv(nbytes, ll.Constant(lt.I64, size))
 
 
 @rule("acc.range")

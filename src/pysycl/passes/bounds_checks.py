@@ -3,7 +3,7 @@ a USM pointer parameter is preceded by a ``check`` of its index against its exte
 
 For ``acc[i, j]`` each index is compared with the accessor's range in its dimension; for
 ``p[i]``, ``(p + k)[i]`` and fields of such elements (a chain of ``ptr.offset`` /
-``ptr.field`` / ``ptr.elem`` ops back to a ``global_ptr`` kernel parameter ``p``), the
+``ptr.field`` / ``ptr.elem`` ops back to a ``global_ptr`` parameter ``p``), the
 element index from ``p`` (the sum of the offsets) is compared with ``ptr.extent(p)``,
 the elements from ``p`` to the end of the memory the launch gave it. The checks are plain
 ``cmp`` ops (``0 <= i`` and ``i < n``, signed i64): on the native CPU
@@ -13,10 +13,12 @@ fails records the failure (``codegen.debug_checks``) and stops the work-item bef
 access, so a bad index never reads or writes memory.
 
 A local that only ever holds pointers into one parameter (``q = p + k``, ``q = q + 1``)
-gets a shadow local with its element offset, so accesses through it are checked too.
-Pointers the pass cannot trace to a kernel parameter (a device function's pointer
-parameter, a local that holds pointers into different parameters) are not checked;
-accessors are checked wherever they are indexed.
+gets a shadow local with its element offset, so accesses through it are checked too
+(the ``var`` op names the parameter in ``usm_root``). A device function's pointer
+parameters are roots too: in a checked build each comes with the bytes from it to the
+end of its memory, which the caller computes (``codegen.debug_checks.bytes_after``).
+Pointers the pass cannot trace to a parameter (a local that holds pointers into different
+parameters) are not checked; accessors are checked wherever they are indexed.
 
 >>> from pysycl.ir.core import Module
 >>> insert_bounds_checks(Module("m")).functions
@@ -47,8 +49,9 @@ class _Checker:
     def __init__(self, f: Function):
         self.f = f
         # USM parameters of a kernel: their values are the roots that have an extent.
-        self.usm = {p.value: p for p in f.params if f.kind == "kernel"
-                    and isinstance(p.type, PointerType) and p.type.space == "global"}
+        # Device functions get their size from the caller (codegen's bytes_after).
+        self.usm = {p.value: p for p in f.params
+                    if isinstance(p.type, PointerType) and p.type.space == "global"}
         self.names = {p.value: p.name for p in f.params}
         # Locals that only ever hold pointers into one USM parameter -> its value; each
         # gets a shadow local with its element offset from the parameter.
@@ -66,6 +69,7 @@ class _Checker:
             out.append(op)
             name = op.attrs.get("name")
             if name in self.vars and op.name == "var":
+                op.attrs["usm_root"] = self.usm[self.vars[name]].name
                 out.append(Op("var", [], attrs={"name": _shadow(name), "type": I64},
                               loc=op.loc))
             elif name in self.vars and op.name == "var.store":
