@@ -320,3 +320,41 @@ def test_checked_build_for_cuda_makes_ptx():
     params = [line for line in ptx.splitlines() if line.strip().startswith(".param")
               and "_param_" in line and "check_fail" not in line]
     assert len(params) == 5, params   # p, p's size, k, v, the spec-constant buffer
+
+
+def test_native_interior_has_no_checks():
+    """On the native CPU the checks of the convolution hold on the interior of each row
+    (passes/split_item_range proves them like the kernel's own guards): the interior loop
+    is vectorised with plain loads and no failure path; checks stay on the edges."""
+    import re
+
+    from pysycl.backends.native_cpu.compiler import NativeCpuCompiler
+    from pysycl.bundle import toolchain
+    from pysycl.passes.spec_constants import lower_spec_constants
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+    from benchmarks import kernels as K
+    dev = [d for d in sycl.device.get_devices() if d.backend == sycl.backend.native_cpu][0]
+    q = sycl.queue(dev)
+    exe = sycl.build(sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
+                                            devices=[dev],
+                                            kernel_ids=[sycl.get_kernel_id(K.conv3x3_args)]))
+    lk = next(i for i in exe if i.has_kernel(K.conv3x3_args))._linked
+    target = toolchain.device_target(dev)
+    module = toolchain.clone(lk.module)
+    lower_spec_constants(module, lk.spec_ids, "literal", None)
+    module = toolchain.kernel_passes(module, target)
+    kernel = module.kernels[0]
+    assert kernel.attrs.get("wi_rows")
+    checks = [op for op in kernel.walk() if op.name == "check"]
+    assert len(checks) == 5, checks        # coeff, inp (two dimensions), out (two)
+    assert {c.attrs["what"] for c in checks} >= {"USM pointer 'coeff'",
+                                                 "accessor 'out' in dimension 1"}
+    guards = {c.operands[0].owner for c in checks}
+    cmps = [x.owner for g in guards for x in g.operands]
+    assert all(op.name == "cmp" and op.attrs.get("interior") for op in cmps)
+    opt = NativeCpuCompiler().optimized_ir(toolchain.codegen(module, target))
+    bodies = [blk for blk in opt.split("\n\n") if re.match(r"vector\.body\d*:", blk.strip())]
+    clean = [blk for blk in bodies if "llvm.masked" not in blk and "check_fail" not in blk
+             and re.search(r"fmul <(?:8|16) x float>", blk)]
+    assert clean, "no vectorised interior loop free of checks"
+    assert "__pysycl_check_fail" in opt       # the edges keep them
