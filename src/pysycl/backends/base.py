@@ -19,8 +19,9 @@ IR parameter           LLVM parameters, in order                      packed Ker
 =====================  =============================================  =====================
 scalar T               T                                              ``scalar`` bytes
 struct / array value   pointer to the bytes (``byval`` on SPIR-V)     ``bytes`` bytes
-accessor<T, D>         global T*, D x i64 memory range,               ``mem`` + ``scalar`` x (D+1)
-                       i64 linear element offset
+accessor<T, D>         global T*, D x i64 access range, D x i64       ``mem`` + ``scalar`` x (3D+1)
+                       memory range, D x i64 access offset, i64
+                       element offset of the buffer in the memory
 local_accessor<T, D>   local T*, D x i64 range                         ``local`` nbytes + ``scalar`` x D
 global_ptr<T>          global T*                                       ``mem``
 spec-constant buffer   global i8* (implicit last parameter)            ``mem``

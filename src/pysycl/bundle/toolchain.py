@@ -28,7 +28,7 @@ from . import stats
 #: Bumped whenever the IR -> LLVM ABI changes in a way that invalidates cached binaries
 #: (keys also carry ``compiler_digest``, which changes with any edit of the compiler's
 #: source); its history is in docs/contributing/architecture.md.
-CODEGEN_ABI = 5
+CODEGEN_ABI = 6
 
 _overrides: dict[str, Any] = {}
 

@@ -36,19 +36,25 @@ def rule(*names: str):
 
 class AccessorValue(Record):
     """An accessor parameter after ABI expansion: element pointer, per-dimension memory
-    range (i64) and linear element offset (i64; zero for local accessors)."""
+    range (i64), base element offset (i64: where its buffer starts in the memory, zero
+    for local accessors), and for buffer accessors the access range and offset (one i64
+    per dimension; None for local accessors, whose range is their memory)."""
 
-    _fields = ("ptr", "ranges", "offset", "elem")
+    _fields = ("ptr", "ranges", "offset", "elem", "access", "offsets")
     ptr: ll.Value
     ranges: list
     offset: ll.Value
     elem: Type
+    access: list | None
+    offsets: list | None
 
-    def __init__(self, ptr, ranges, offset, elem):
+    def __init__(self, ptr, ranges, offset, elem, access=None, offsets=None):
         self.ptr = ptr
         self.ranges = ranges
         self.offset = offset
         self.elem = elem
+        self.access = access
+        self.offsets = offsets
 
 
 class VarSlot(Record):

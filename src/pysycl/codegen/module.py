@@ -64,7 +64,7 @@ def param_types(p: Param, kernel: bool, lowering: TargetLowering) -> list[ll.Typ
     """LLVM parameters of one IR parameter, in the ABI table's order."""
     spaces, t = lowering.addrspaces, p.type
     if isinstance(t, AccessorType):
-        return [lt.pointer("global", spaces)] + [lt.I64] * t.dims + [lt.I64]
+        return [lt.pointer("global", spaces)] + [lt.I64] * (3 * t.dims + 1)
     if isinstance(t, LocalAccessorType):
         return [lt.pointer("local", spaces)] + [lt.I64] * t.dims
     if not lt.has_storage(t):
@@ -170,7 +170,9 @@ def _bind_params(ctx: LoweringContext, f: Function) -> None:
 def _param_value(ctx: LoweringContext, p: Param, args: list, kernel: bool):
     t = p.type
     if isinstance(t, AccessorType):
-        return AccessorValue(args[0], args[1:1 + t.dims], args[1 + t.dims], t.elem)
+        d = t.dims
+        return AccessorValue(args[0], args[1 + d:1 + 2 * d], args[1 + 3 * d], t.elem,
+                             access=args[1:1 + d], offsets=args[1 + 2 * d:1 + 3 * d])
     if isinstance(t, LocalAccessorType):
         return AccessorValue(args[0], args[1:], ll.Constant(lt.I64, 0), t.elem)
     if not args:

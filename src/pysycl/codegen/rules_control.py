@@ -168,7 +168,12 @@ def call_args(ctx, values) -> list:
             continue
         x = ctx.get(v)
         if isinstance(x, AccessorValue):
-            out += [x.ptr, *x.ranges, x.offset] if lt.is_expanded(v.type) else [x.ptr]
+            if not lt.is_expanded(v.type):
+                out.append(x.ptr)
+            elif x.access is None:       # local accessor
+                out += [x.ptr, *x.ranges]
+            else:
+                out += [x.ptr, *x.access, *x.ranges, *x.offsets, x.offset]
         else:
             out.append(x)
             if isinstance(v.type, PointerType) and v.type.space == "global" and \

@@ -208,6 +208,8 @@ def lower_acc_ptr(ctx, op):
     if len(idx) != len(acc.ranges):
         raise ctx.error(op, f"accessor of {len(acc.ranges)} dimensions indexed with {len(idx)}")
     bld = ctx.builder   # (checked builds check the indices first: passes/bounds_checks)
+    if acc.offsets is not None:   # a ranged accessor's indices start at its offset
+        idx = [bld.add(i, o) for i, o in zip(idx, acc.offsets)]
     lin = idx[0]
     for d in range(1, len(idx)):  # row-major over the memory range (SYCL 4.7.6.9)
         lin = bld.add(bld.mul(lin, acc.ranges[d]), idx[d])
@@ -231,7 +233,21 @@ def lower_ptr_extent(ctx, op):
 
 @rule("acc.range")
 def lower_acc_range(ctx, op):
-    return ctx.get(op.operands[0]).ranges[int(op.attrs["dim"])]
+    acc = ctx.get(op.operands[0])
+    return (acc.access or acc.ranges)[int(op.attrs["dim"])]
+
+
+@rule("acc.offset")
+def lower_acc_offset(ctx, op):
+    return ctx.get(op.operands[0]).offsets[int(op.attrs["dim"])]
+
+
+@rule("acc.base")
+def lower_acc_base(ctx, op):
+    """The start of the accessor's buffer (SYCL 2020 get_multi_ptr: not moved by a
+    ranged accessor's offset)."""
+    acc = ctx.get(op.operands[0])
+    return lt.gep(ctx.builder, acc.ptr, [acc.offset], ctx.mtype(acc.elem), inbounds=True)
 
 
 # Device globals and specialization constants ------------------------------------------------

@@ -217,8 +217,23 @@ class CallRules:
                 return self.value("acc.range", [acc], T.I64, {"dim": d}, node)
             return TupleVal(tuple(self.value("acc.range", [acc], T.I64, {"dim": d}, node)
                                   for d in range(dims)))
+        buffer_acc = isinstance(acc.type, T.AccessorType)
+        if name == "get_offset" and buffer_acc:
+            if node.args:
+                d = self.const_index(node.args[0], dims)
+                return self.value("acc.offset", [acc], T.I64, {"dim": d}, node)
+            return TupleVal(tuple(self.value("acc.offset", [acc], T.I64, {"dim": d}, node)
+                                  for d in range(dims)))
+        if name in ("get_pointer", "get_multi_ptr") and not node.args:
+            if buffer_acc:   # the buffer's first element, whatever the offset (SYCL 2020)
+                return self.value("acc.base", [acc], T.PointerType(acc.type.elem, "global"),
+                                  node=node)
+            zero = self.const(0, T.I64, node)
+            return self.value("acc.ptr", [acc] + [zero] * dims,
+                              T.PointerType(acc.type.elem, "local"), node=node)
         self.error(node.func, f"'{name}' is not an accessor method in kernel code",
-                   "available: acc[i], acc.get_range(), acc.get_range(d)")
+                   "available: acc[i], acc.get_range(), acc.get_range(d), acc.get_offset(), "
+                   "acc.get_pointer(), acc.get_multi_ptr()")
 
     def atomic_method(self, a: AtomicHandle, name: str, node):
         attrs = {"order": a.order, "scope": a.scope}

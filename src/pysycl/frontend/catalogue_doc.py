@@ -87,7 +87,10 @@ def _methods_section() -> list[str]:
     out += _methods("`sycl.sub_group`", SUB_GROUP_METHODS)
     out += ["### Accessors", "", "| method | IR op |", "|---|---|",
             "| `acc[i]`, `acc[i, j]`, `acc[item]`, `acc[id]` | `acc.ptr` + `load`/`store` |",
-            "| `acc.get_range(d)`, `acc.get_range()` | `acc.range` |", ""]
+            "| `acc.get_range(d)`, `acc.get_range()` | `acc.range` |",
+            "| `acc.get_offset(d)`, `acc.get_offset()` (buffer accessors) | `acc.offset` |",
+            "| `acc.get_pointer()`, `acc.get_multi_ptr()` | `acc.base` (a `local_accessor`: "
+            "`acc.ptr` at 0) |", ""]
     rmw = [f"| `{m}(v)` | `atomic.rmw {{op={op}}}` |" for m, op in sorted(ATOMIC_RMW.items())]
     out += ["### `sycl.atomic_ref`", "",
             "Types: " + ", ".join(f"`{t}`" for t in sorted(str(t) for t in catalogue.ATOMIC_TYPES))

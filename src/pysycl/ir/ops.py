@@ -98,6 +98,10 @@ _op("acc.ptr", None, 0, "value", [],
     "Element pointer of accessor operand 0 at indices operands 1..D (row-major over the "
     "memory range, plus the accessor's linear offset).")
 _op("acc.range", 1, 0, "value", ["dim"], "The accessor's range in dimension `dim` (i64).")
+_op("acc.offset", 1, 0, "value", ["dim"],
+    "A buffer accessor's offset in its buffer in dimension `dim` (i64).")
+_op("acc.base", 1, 0, "value", [],
+    "Pointer to the first element of a buffer accessor's buffer (get_multi_ptr).")
 _op("ptr.extent", 1, 0, "value", [],
     "Checked builds: the number of elements from a global_ptr kernel parameter to the end "
     "of the memory it was given (i64).")

@@ -253,6 +253,26 @@ def _acc_ptr(op: Op, m: Module) -> str | None:
     return None if op.type == want else f"result type {op.type}, expected {want}"
 
 
+@_rule("acc.offset")
+def _acc_offset(op: Op, m: Module) -> str | None:
+    acc = op.operands[0].type
+    if not isinstance(acc, AccessorType):
+        return "operand 0 must be a buffer accessor"
+    dim = op.attrs["dim"]
+    if not isinstance(dim, int) or not 0 <= dim < acc.dims:
+        return f"dim {dim!r} out of range for a {acc.dims}-dimensional accessor"
+    return None if op.type == I64 else f"acc.offset gives i64, not {op.type}"
+
+
+@_rule("acc.base")
+def _acc_base(op: Op, m: Module) -> str | None:
+    acc = op.operands[0].type
+    if not isinstance(acc, AccessorType):
+        return "operand 0 must be a buffer accessor"
+    want = PointerType(acc.elem, "global")
+    return None if op.type == want else f"result type {op.type}, expected {want}"
+
+
 @_rule("acc.range")
 def _acc_range(op: Op, m: Module) -> str | None:
     acc = op.operands[0].type

@@ -246,7 +246,7 @@ class _FunctionVerifier:
         if not op.operands:
             return
         src = op.operands[0]
-        if op.name == "acc.ptr" and src in self.read_only or (
+        if op.name in ("acc.ptr", "acc.base") and src in self.read_only or (
                 op.name in _DERIVED_PTRS and src in self.read_only):
             self.read_only.add(op.result)
         elif op.name in _WRITES and src in self.read_only:

@@ -338,9 +338,8 @@ def _accessor_packer(p, kernel):
                              "writes")
         out.append(KernelArg(_MEM, value._mem._memory_for(cgh._queue._device,
                                                           cgh._queue._context)))
-        for extent in value._shape:
-            out.append(_i64(extent))
-        out.append(_i64(value.linear_offset()))
+        for v in (*value._range, *value._shape, *value._offset, value._base):
+            out.append(_i64(v))
     return pack
 
 

@@ -442,10 +442,6 @@ class accessor:
     def is_placeholder(self) -> bool:
         return self._cgh is None
 
-    def linear_offset(self) -> int:
-        """Element offset of the accessor's origin in the memory (the ABI's ``i64``)."""
-        return self._base + _linear(self._shape, self._offset)
-
     def _host_view(self) -> np.ndarray:
         flat = self._mem._host
         base = flat[self._base:self._base + int(np.prod(self._shape))].reshape(self._shape)

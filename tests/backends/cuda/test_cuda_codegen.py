@@ -173,9 +173,10 @@ def test_local_accessor_is_an_i32_offset_into_the_dynamic_shared_buffer():
     assert '@"__pysycl_local_mem" = external addrspace(3) global [0 x i8], align 16' in text
     ptx = ptx_of(local_reverse_module())
     assert ".extern .shared .align 16 .b8 __pysycl_local_mem[];" in ptx
-    # x (ptr, range, offset), out (ptr, range, offset), tile (i32 offset, i64 range), spec
-    assert ".param .u32 local_reverse_param_6," in ptx
-    assert ".param .u64 local_reverse_param_7," in ptx
+    # x and out (ptr, access range, memory range, offset, base), tile (i32 offset, i64
+    # range), spec
+    assert ".param .u32 local_reverse_param_10," in ptx
+    assert ".param .u64 local_reverse_param_11," in ptx
     assert "ld.param.s32" in ptx or "ld.param.b32" in ptx or "ld.param.u32" in ptx
     assert "st.shared" in ptx and "ld.shared" in ptx
 
@@ -341,7 +342,7 @@ class _Gpu:
 
     def acc(self, arr: np.ndarray):
         return ([KernelArg(KernelArgKind.mem, self.to_device(arr))]
-                + [_i64(n) for n in arr.shape] + [_i64(0)])
+                + [_i64(n) for n in arr.shape * 2] + [_i64(0)] * (arr.ndim + 1))
 
     def back(self, arr: np.ndarray) -> np.ndarray:
         m = next(m for m, a in self.mem if a is arr)

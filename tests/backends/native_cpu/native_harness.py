@@ -40,9 +40,10 @@ def acc_ptr(b: Builder, acc, *idx):
 
 
 def acc_args(arr: np.ndarray, offset: int = 0) -> list[KernelArg]:
-    """accessor<T, D> over the whole of ``arr``: mem, D ranges, linear offset."""
+    """accessor<T, D> over the whole of ``arr``: mem, D access ranges, D memory ranges,
+    D access offsets (0), the buffer's element offset in the memory."""
     return ([KernelArg(KernelArgKind.mem, arr.ctypes.data)]
-            + [i64(n) for n in arr.shape] + [i64(offset)])
+            + [i64(n) for n in arr.shape * 2] + [i64(0)] * arr.ndim + [i64(offset)])
 
 
 def i64(v: int) -> KernelArg:

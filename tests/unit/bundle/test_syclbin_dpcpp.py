@@ -259,16 +259,16 @@ def test_property_sets_as_sycl_post_link_writes_them(tmp_path):
     assert reqs == {"aspects": struct.pack("<I", fp64),
                     "reqd_work_group_size_uint64_t": struct.pack("<QQ", 4, 2)}
     assert meta["SYCL/misc properties"] == {"optLevel": 3}
-    # the accessor (pointer, 2 ranges, offset), x, the spec-constant buffer: 6 arguments,
-    # none removed
-    assert meta["SYCL/kernel param opt"] == {"syclbin_dpcpp.tiled": bytes(1)}
+    # the accessor (pointer, 2 access ranges, 2 memory ranges, 2 offsets, base), x, the
+    # spec-constant buffer: 10 arguments, none removed
+    assert meta["SYCL/kernel param opt"] == {"syclbin_dpcpp.tiled": bytes(2)}
     assert meta["SYCL/program metadata"] == {
         "syclbin_dpcpp.tiled@reqd_work_group_size": struct.pack("<II", 4, 2),
         "syclbin_dpcpp.tiled@max_work_group_size": struct.pack("<II", 8, 2),
         "syclbin_dpcpp.tiled@max_linear_work_group_size": struct.pack("<Q", 16)}
     text = path.read_bytes()
     # the bit size of the mask is the argument count, not a whole byte
-    assert b"syclbin_dpcpp.tiled=2|" + dpcpp.b64_encode(struct.pack("<Q", 6) + bytes(1)).encode() \
+    assert b"syclbin_dpcpp.tiled=2|" + dpcpp.b64_encode(struct.pack("<Q", 10) + bytes(2)).encode() \
         in text
     # DPC++'s published encodings (sycl-post-link lit tests)
     from pysycl.bundle import property_sets as ps

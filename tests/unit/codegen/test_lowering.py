@@ -47,10 +47,12 @@ def test_vector_add_kernel_signature_follows_the_abi():
                                {"sycl-work-group-size": "16,1,1"})
     text = str(lower_module(m, lowering()))
     sig = re.search(r'define internal void @"k"\((.*?)\)', text).group(1)
-    # accessor: ptr, 2 x i64 range, i64 offset; then the spec buffer; then 18 hidden i64
+    # accessor: ptr, 2 x i64 access range, 2 x i64 memory range, 2 x i64 offset, i64 base;
+    # then the spec buffer; then 18 hidden i64
     assert sig.startswith('ptr "sycl-alignment"="64" "sycl-restrict" noalias align 64 %"a", '
-                          'i64 %"a.1", i64 %"a.2", i64 %"a.3", ptr %"__spec_buffer"')
-    assert sig.count("i64") == 3 + 18
+                          + ", ".join(f'i64 %"a.{k}"' for k in range(1, 8))
+                          + ', ptr %"__spec_buffer"')
+    assert sig.count("i64") == 7 + 18
     assert '"sycl-work-group-size"="16,1,1"' in text
     assert f'define void @"{entry_symbol("k")}"(ptr noalias %"args", ptr noalias %"launch", ' \
            f'i64 %"group_begin", i64 %"group_end", ptr noalias %"local_mem")' in text

@@ -262,3 +262,62 @@ def test_write_back_through_a_non_contiguous_array(queue, dims):
     ref = before.copy()
     ref[(slice(None, None, 2),) * dims] = before[(slice(None, None, 2),) * dims] * 2 + 1
     np.testing.assert_array_equal(big, ref)
+
+
+@sycl.kernel
+def ranged_queries_2d(it: sycl.item[2], acc: sycl.accessor[np.int64, 2, sycl.read_write],
+                      out: sycl.accessor[np.int64, 1, sycl.write_only]):
+    if it.get_id(0) == 0 and it.get_id(1) == 0:
+        r0, r1 = acc.get_range()
+        o0, o1 = acc.get_offset()
+        out[0] = r0
+        out[1] = acc.get_range(1)
+        out[2] = o0
+        out[3] = acc.get_offset(1)
+        out[4] = r1 * np.int64(100) + o1
+        p = acc.get_pointer()
+        out[5] = p[0]
+        m = acc.get_multi_ptr()
+        out[6] = m[7]
+    acc[it] = -acc[it]
+
+
+@sycl.kernel
+def ranged_queries_3d(it: sycl.item[3], acc: sycl.accessor[np.int64, 3, sycl.read_write],
+                      out: sycl.accessor[np.int64, 1, sycl.write_only]):
+    if it.get_linear_id() == 0:
+        out[0], out[1], out[2] = acc.get_range()
+        out[3], out[4], out[5] = acc.get_offset()
+        out[6] = acc.get_pointer()[5]
+    acc[it] = -acc[it]
+
+
+@pytest.mark.parametrize("sub", [False, True], ids=["buffer", "sub-buffer"])
+@pytest.mark.parametrize("shape,rng,off", [c for c in CASES if len(c[0]) in (2, 3)],
+                         ids=[i for c, i in zip(CASES, IDS) if len(c[0]) in (2, 3)])
+def test_kernel_queries_of_a_ranged_accessor(queue, shape, rng, off, sub):
+    """get_range/get_offset are the accessor's; get_pointer/get_multi_ptr point at the
+    first element of its buffer (SYCL 2020 4.7.6.9), for a sub-buffer its first one."""
+    parent_shape = (3 + shape[0], *shape[1:])          # a sub-buffer from row 2 or so
+    a = np.random.default_rng(16).integers(-999, 999, parent_shape)
+    got = a.copy()
+    out = np.zeros(7, np.int64)
+    start = 2 if sub else 0
+    with sycl.buffer(got) as parent, sycl.buffer(out) as bo:
+        b = sycl.buffer(parent, sycl.id(start, *[0] * (len(shape) - 1)),
+                        sycl.range(*shape)) if sub else \
+            sycl.buffer(parent, sycl.id(*[0] * len(shape)), sycl.range(*shape))
+        kern = ranged_queries_2d if len(shape) == 2 else ranged_queries_3d
+        queue.submit(lambda cgh: cgh.parallel_for(
+            sycl.range(*rng), kern,
+            sycl.accessor(b, cgh, sycl.range(*rng), sycl.id(*off), sycl.read_write),
+            sycl.accessor(bo, cgh, sycl.write_only)))
+    view = a[start:start + shape[0]]
+    if len(shape) == 2:
+        assert out.tolist() == [rng[0], rng[1], off[0], off[1], rng[1] * 100 + off[1],
+                                view.reshape(-1)[0], view.reshape(-1)[7]]
+    else:
+        assert out.tolist() == [*rng, *off, view.reshape(-1)[5]]
+    ref = a.copy()
+    ref[start:start + shape[0]][_box(rng, off)] *= -1
+    np.testing.assert_array_equal(got, ref)

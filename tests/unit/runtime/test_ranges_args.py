@@ -79,11 +79,12 @@ def test_pointer_accessor_and_local_packing():
     q.submit(cgf)
     args, local = seen["args"]
     kinds = [x.kind for x in args]
-    assert kinds == [KernelArgKind.mem, KernelArgKind.mem] + [KernelArgKind.scalar] * 3 + \
+    assert kinds == [KernelArgKind.mem, KernelArgKind.mem] + [KernelArgKind.scalar] * 7 + \
         [KernelArgKind.local, KernelArgKind.scalar]
     assert args[1].value == buf._mem._host.ctypes.data
-    assert [int.from_bytes(x.value, "little") for x in args[2:5]] == [4, 6, 0]
-    assert args[5].value == 40 and local == 40
+    # access range, memory range, access offset, base
+    assert [int.from_bytes(x.value, "little") for x in args[2:9]] == [4, 6, 4, 6, 0, 0, 0]
+    assert args[9].value == 40 and local == 40
     wrong = sycl.malloc_device(8, np.int32, q)
     with pytest.raises(sycl.exception) as e:
         q.submit(lambda cgh: pk.pack((wrong, None, None), cgh))
