@@ -62,7 +62,8 @@ def _kernel_tables() -> dict[str, set[str]]:
     from pysycl.frontend import calls
     return {"item": set(calls.ITEM_METHODS), "nd_item": set(calls.ND_ITEM_METHODS),
             "group": set(calls.GROUP_METHODS), "sub_group": set(calls.SUB_GROUP_METHODS),
-            "atomic_ref": set(calls.ATOMIC_RMW)}
+            "atomic_ref": set(calls.ATOMIC_RMW), "accessor": set(calls.ACCESSOR_METHODS),
+            "local_accessor": set(calls.LOCAL_ACCESSOR_METHODS)}
 
 
 def _frontend_names() -> set[str]:
@@ -87,6 +88,9 @@ def kernel_member_known(path: str, tables=None, names=None) -> bool:
         return True     # subscripts of accessors, items and globals lower in every kernel
     if member in tables.get(cls, ()):
         return True
+    # A name in another class's table (get_offset of accessors) says nothing about this one.
+    if any(member in t for c, t in tables.items() if c != cls):
+        return False
     return member in names
 
 

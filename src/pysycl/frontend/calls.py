@@ -41,6 +41,9 @@ SUB_GROUP_METHODS = {
     "get_local_range": ("sg.local_range", False), "get_group_id": ("sg.group_id", False),
     "get_group_linear_id": ("sg.group_id", False), "get_group_range": ("sg.group_range", False),
 }
+# Accessor methods in kernels: buffer accessors, and the subset local accessors have.
+ACCESSOR_METHODS = ("get_range", "get_offset", "get_pointer", "get_multi_ptr")
+LOCAL_ACCESSOR_METHODS = ("get_range", "get_pointer", "get_multi_ptr")
 ATOMIC_RMW = {"fetch_add": "add", "fetch_sub": "sub", "fetch_min": "min", "fetch_max": "max",
               "fetch_and": "and", "fetch_or": "or", "fetch_xor": "xor", "exchange": "xchg"}
 
@@ -218,22 +221,24 @@ class CallRules:
             return TupleVal(tuple(self.value("acc.range", [acc], T.I64, {"dim": d}, node)
                                   for d in range(dims)))
         buffer_acc = isinstance(acc.type, T.AccessorType)
-        if name == "get_offset" and buffer_acc:
+        if name not in (ACCESSOR_METHODS if buffer_acc else LOCAL_ACCESSOR_METHODS):
+            self.error(node.func, f"'{name}' is not an accessor method in kernel code",
+                       "available: acc[i], acc.get_range(), acc.get_range(d), acc.get_offset() "
+                       "(buffer accessors), acc.get_pointer(), acc.get_multi_ptr()")
+        if name == "get_offset":
             if node.args:
                 d = self.const_index(node.args[0], dims)
                 return self.value("acc.offset", [acc], T.I64, {"dim": d}, node)
             return TupleVal(tuple(self.value("acc.offset", [acc], T.I64, {"dim": d}, node)
                                   for d in range(dims)))
-        if name in ("get_pointer", "get_multi_ptr") and not node.args:
-            if buffer_acc:   # the buffer's first element, whatever the offset (SYCL 2020)
-                return self.value("acc.base", [acc], T.PointerType(acc.type.elem, "global"),
-                                  node=node)
-            zero = self.const(0, T.I64, node)
-            return self.value("acc.ptr", [acc] + [zero] * dims,
-                              T.PointerType(acc.type.elem, "local"), node=node)
-        self.error(node.func, f"'{name}' is not an accessor method in kernel code",
-                   "available: acc[i], acc.get_range(), acc.get_range(d), acc.get_offset(), "
-                   "acc.get_pointer(), acc.get_multi_ptr()")
+        if node.args:
+            self.error(node, f"{name}() takes no arguments")
+        if buffer_acc:   # the buffer's first element, whatever the offset (SYCL 2020)
+            return self.value("acc.base", [acc], T.PointerType(acc.type.elem, "global"),
+                              node=node)
+        zero = self.const(0, T.I64, node)
+        return self.value("acc.ptr", [acc] + [zero] * dims,
+                          T.PointerType(acc.type.elem, "local"), node=node)
 
     def atomic_method(self, a: AtomicHandle, name: str, node):
         attrs = {"order": a.order, "scope": a.scope}

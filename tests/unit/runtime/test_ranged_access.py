@@ -321,3 +321,27 @@ def test_kernel_queries_of_a_ranged_accessor(queue, shape, rng, off, sub):
     ref = a.copy()
     ref[start:start + shape[0]][_box(rng, off)] *= -1
     np.testing.assert_array_equal(got, ref)
+
+
+@sycl.kernel
+def local_reverse_by_pointer(nd: sycl.nd_item[1], x: sycl.accessor[np.int32, 1, sycl.read_only],
+                             y: sycl.accessor[np.int32, 1, sycl.write_only],
+                             tile: sycl.local_accessor[np.int32, 1]):
+    i = nd.get_local_id(0)
+    n = nd.get_local_range(0)
+    p = tile.get_multi_ptr()
+    p[i] = x[nd.get_global_id(0)]
+    sycl.group_barrier(nd.get_group())
+    q = tile.get_pointer()
+    y[nd.get_global_id(0)] = q[n - np.int64(1) - i]
+
+
+def test_local_accessor_get_multi_ptr_in_a_kernel(queue):
+    x = np.random.default_rng(17).integers(-99, 99, 64).astype(np.int32)
+    y = np.zeros_like(x)
+    with sycl.buffer(x) as bx, sycl.buffer(y) as by:
+        queue.submit(lambda cgh: cgh.parallel_for(
+            sycl.nd_range(sycl.range(64), sycl.range(16)), local_reverse_by_pointer,
+            sycl.accessor(bx, cgh, sycl.read_only), sycl.accessor(by, cgh, sycl.write_only),
+            cgh.local_accessor(np.int32, 16)))
+    np.testing.assert_array_equal(y, x.reshape(4, 16)[:, ::-1].reshape(-1))
