@@ -204,7 +204,7 @@ def describe(f: syclbin.SyclbinFile, label: str = "") -> str:
                            f"{nat.target}, which DPC++ skips)\n")
                 continue
             fmt = f", format {nat.format}" if nat.format else ""
-            out.append(f"  native image: {nat.target} arch {nat.arch}{fmt}, "
+            out.append(f"  native image: {nat.target or 'no target'} arch {nat.arch}{fmt}, "
                        f"{len(nat.data)} bytes\n")
         out.append("  property sets:\n")
         out += [f"    {ln}\n" for ln in reg.to_text().splitlines()]

@@ -112,17 +112,18 @@ class IRModule(Record):
 class NativeImage(Record):
     """Device code for one target: host object, PTX, cubin...
 
-    ``target`` is a triple (``"nvptx64-nvidia-cuda"``), ``arch`` e.g. ``"sm_90"``;
+    ``target`` is a triple (``"nvptx64-nvidia-cuda"``; ``None`` in files of early DPC++
+    writers), ``arch`` e.g. ``"sm_90"``;
     ``format`` (pysycl's, e.g. ``"object"``, ``"ptx"``) is optional.
     """
 
     _fields = ("target", "arch", "data", "format")
-    target: str
+    target: str | None
     arch: str
     data: bytes
     format: str | None = None
 
-    def __init__(self, target: str, arch: str, data: bytes, format: str | None = None):
+    def __init__(self, target: str | None, arch: str, data: bytes, format: str | None = None):
         self.target = target
         self.arch = arch
         self.data = data
@@ -182,7 +183,8 @@ def _ir_metadata(ir: IRModule) -> bytes:
 def _native_metadata(img: NativeImage) -> bytes:
     reg = PropertySetRegistry()
     reg.add(NATIVE_METADATA, "arch", _text_bytes(img.arch))
-    reg.add(NATIVE_METADATA, "target", _text_bytes(img.target))
+    if img.target is not None:
+        reg.add(NATIVE_METADATA, "target", _text_bytes(img.target))
     if img.format is not None:
         reg.add(NATIVE_METADATA, "format", _text_bytes(img.format))
     return reg.to_text().encode("utf-8")
@@ -588,7 +590,8 @@ def _ir_module(reg: PropertySetRegistry, raw: bytes, what: str) -> IRModule:
 
 
 def _native_image(reg: PropertySetRegistry, raw: bytes, what: str) -> NativeImage:
-    return NativeImage(_text(reg, NATIVE_METADATA, "target", what),
+    # Early writers (clang-linker-wrapper's first SYCLBIN) gave native images no target.
+    return NativeImage(_text(reg, NATIVE_METADATA, "target", what, required=False),
                        _text(reg, NATIVE_METADATA, "arch", what), raw,
                        _text(reg, NATIVE_METADATA, "format", what, required=False))
 

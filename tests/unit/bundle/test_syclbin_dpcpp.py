@@ -398,3 +398,21 @@ def test_pysycl_files_with_odd_contents(tmp_path):
             props[key] = rng.choice(_ODD_VALUES)
         path.write_bytes(syclbin.write_syclbin(f))
         _load_and_use(rng.choice(contexts), path)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("writer", sorted(dpcpp.WRITERS))
+def test_dpcpp_native_images_are_listed_and_skipped(tmp_path, opencl_queue, writer):
+    """An AOT image of DPC++ (here an ocloc-style blob) sits beside the SPIR-V: pysycl
+    lists it, cannot load it, and runs the SPIR-V; the first writer gave it no target."""
+    q = opencl_queue
+    module = dict(_spirv_module(q), native=[(b"\x7fELF" + bytes(60), "intel_gpu_bmg_g21",
+                                             "spir64_gen-unknown-unknown")])
+    path = tmp_path / "f.syclbin"
+    path.write_bytes(dpcpp.WRITERS[writer](2, [module]))
+    (am,) = syclbin.read_syclbin(path.read_bytes()).abstract_modules
+    assert [n.arch for n in am.native_images] == ["intel_gpu_bmg_g21"]
+    assert am.native_images[0].target == (None if writer == "clang-linker-wrapper"
+                                          else "spir64_gen-unknown-unknown")
+    assert "arch intel_gpu_bmg_g21" in aot.describe_file(path)
+    run_shift(q, sycl.load_kernel_bundle(q.get_context(), path), 3)
