@@ -23,9 +23,10 @@ def _write(dirpath: Path, files: dict[str, str]) -> None:
         (dirpath / name).write_text(textwrap.dedent(text))
 
 
-def _python(dirpath: Path, code: str, env=None) -> subprocess.CompletedProcess:
+def _python(dirpath: Path, code: str, env=None,
+            selector: str = "native_cpu") -> subprocess.CompletedProcess:
     (dirpath / "main_script.py").write_text(textwrap.dedent(code))
-    env = dict(os.environ if env is None else env, PYSYCL_DEVICE_SELECTOR="native_cpu")
+    env = dict(os.environ if env is None else env, PYSYCL_DEVICE_SELECTOR=selector)
     return subprocess.run([sys.executable, str(dirpath / "main_script.py")], cwd=dirpath,
                           capture_output=True, text=True, env=env, timeout=300)
 
@@ -63,6 +64,79 @@ def test_unresolved_symbol_at_submit_and_at_link(tmp_path):
                 print(where, e.code().name, "never_defined" in str(e))
     """)
     assert res.stdout.split("\n")[:2] == ["submit build True", "link build True"], res.stderr
+
+
+BROKEN_NEIGHBOUR = """
+    import numpy as np
+    import pysycl as sycl
+
+    @sycl.kernel
+    def saxpy(it: sycl.id[1], a: np.float32, x: sycl.global_ptr[np.float32],
+              y: sycl.global_ptr[np.float32]):
+        y[it[0]] = a * x[it[0]] + y[it[0]]
+
+    @sycl.kernel
+    def broken(it: sycl.id[1], y: sycl.global_ptr[np.float32]):
+        y[it[0]] = no_such_name * np.float32(2)
+
+    @sycl.external
+    def broken_helper(x: np.int32) -> np.int32:
+        return x + "text"
+"""
+
+
+def _selector(device_param) -> str:
+    return "native_cpu" if device_param.backend == "native_cpu" else \
+        f"{device_param.backend}:{device_param.index}"
+
+
+def test_kernel_that_does_not_compile_fails_only_requests_naming_it(tmp_path, device_param):
+    """get_kernel_bundle(ctx, state) without kernel ids holds the kernels that compile
+    (DPC++'s bundles never hold one that did not) and warns about the others; a request
+    naming the broken kernel raises its compile error."""
+    _write(tmp_path, {"neighbours.py": BROKEN_NEIGHBOUR})
+    res = _python(tmp_path, """
+        import warnings, numpy as np, pysycl as sycl
+        import neighbours as m
+        q = sycl.queue(); ctx = q.get_context()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kbs = {st.name: sycl.get_kernel_bundle(ctx, st) for st in sycl.bundle_state}
+            print("has", sycl.has_kernel_bundle(ctx, sycl.bundle_state.executable))
+        print("warned", sorted({str(w.message).split(" is left")[0] for w in caught}))
+        for name, kb in kbs.items():
+            print(name, kb.has_kernel(m.saxpy), kb.has_kernel(m.broken))
+        rng = np.random.default_rng(5)
+        x, y = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
+        a = np.float32(rng.standard_normal())
+        dx, dy = sycl.malloc_shared(1000, np.float32, q), sycl.malloc_shared(1000, np.float32, q)
+        np.asarray(dx)[:], np.asarray(dy)[:] = x, y
+        def cgf(cgh):
+            cgh.use_kernel_bundle(kbs["executable"])
+            cgh.parallel_for(1000, m.saxpy, a, dx, dy)
+        q.submit(cgf).wait()
+        np.save("inputs.npy", np.stack([x, y, np.full_like(x, a)]))
+        np.save("result.npy", np.asarray(dy))
+        for st in sycl.bundle_state:
+            try:
+                sycl.get_kernel_bundle(ctx, st, kernel_ids=[sycl.get_kernel_id(m.broken)])
+                print("named", st.name, "no error")
+            except sycl.compile_error as e:
+                print("named", st.name, e.code().name, e.lineno, "no_such_name" in str(e))
+        try:
+            q.submit(lambda cgh: cgh.parallel_for(4, m.broken, dy)).wait()
+        except sycl.compile_error as e:
+            print("launch", e.code().name, e.lineno)
+    """, selector=_selector(device_param))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[:2] == ["has True",
+                         "warned ['kernel neighbours.broken', 'library neighbours']"], res.stdout
+    assert lines[2:5] == [f"{st} True False" for st in ("input", "object", "executable")]
+    assert lines[5:] == [f"named {st} build 12 True" for st in ("input", "object", "executable")] + \
+        ["launch build 12"]
+    x, y, a = np.load(tmp_path / "inputs.npy")
+    np.testing.assert_allclose(np.load(tmp_path / "result.npy"), a * x + y, rtol=1e-6)
 
 
 DUP = """

@@ -12,7 +12,7 @@ import pysycl as sycl
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "modules"))
 
-import e2e_geometry  # noqa: E402,F401  (defines the external functions)
+import e2e_geometry  # noqa: E402  (defines the external functions)
 import e2e_no_kernels  # noqa: E402
 import e2e_shapes  # noqa: E402
 
@@ -240,9 +240,38 @@ def test_external_functions_compiled_separately_then_linked(queue, rng):
     ctx = queue.get_context()
     kernels = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=e2e_shapes.norms)
     more = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel=e2e_shapes.mixes)
-    # the kernels' images only declare norm2/mix; link finds the library's definitions
+    # the kernels' images only declare norm2/mix; get_kernel_bundle adds the library image
     exe = sycl.link([sycl.compile(kernels), sycl.compile(more)])
     run_shapes(queue, rng, bundle=exe)
+
+
+def test_link_uses_only_the_linked_bundles(queue, rng):
+    """A module's object bundle links alone only if it defines what it imports: the
+    definitions in another imported module count only when that module's bundle is
+    linked too (SYCL 2020 4.11.11)."""
+    ctx = queue.get_context()
+    shapes = e2e_shapes.module_bundle(ctx, sycl.bundle_state.object)
+    assert shapes.has_kernel(e2e_shapes.norms) and len(list(shapes)) == 2
+    with pytest.raises(sycl.exception) as err:
+        sycl.link(shapes)
+    assert err.value.code() == sycl.errc.build
+    assert "unresolved symbol" in str(err.value)
+    assert "'norm2'" in str(err.value) or "'mix'" in str(err.value)
+    # An image picked by a selector is linked as it is, too.
+    alone = sycl.get_kernel_bundle(ctx, sycl.bundle_state.object,
+                                   selector=lambda img: img.has_kernel(e2e_shapes.mixes))
+    with pytest.raises(sycl.exception, match="unresolved symbol 'mix'") as err:
+        sycl.link(alone)
+    assert err.value.code() == sycl.errc.build
+    # With the library module's bundle the same objects link and run.
+    library = e2e_geometry.module_bundle(ctx, sycl.bundle_state.object)
+    assert library.get_kernel_ids() == [] and not library.empty()
+    run_shapes(queue, rng, bundle=sycl.link([shapes, library]))
+    # The default lookup still finds the library: a kernel launched directly, and
+    # get_kernel_bundle's images with the libraries they import.
+    run_shapes(queue, rng, bundle=sycl.link(sycl.get_kernel_bundle(
+        ctx, sycl.bundle_state.object, kernel_ids=[sycl.get_kernel_id(e2e_shapes.norms),
+                                                   sycl.get_kernel_id(e2e_shapes.mixes)])))
 
 
 def test_external_functions_default_path(queue, rng):

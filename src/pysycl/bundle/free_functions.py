@@ -19,7 +19,7 @@ from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id, to_kernel_ids
 from .linker import (build_for_devices, default_linked_kernel, group_by_target, link_objects,
                      lowering_from_properties, warm_executable)
-from .sources import input_image, input_images, object_image
+from .sources import input_image, input_images, object_image, skipping_failures
 
 
 def _state(state) -> bundle_state:
@@ -79,10 +79,28 @@ def _image_compatible_any(img: device_image, devices: Sequence) -> bool:
 
 
 def _executable_images(kids: Sequence[kernel_id], devices: Sequence, props=None,
-                       values=None) -> list[device_image]:
+                       values=None, *, requested: bool = True) -> list[device_image]:
+    """Executable images of ``kids``; kernels nobody named (``requested=False``) that
+    fail to build are left out, with a warning (``sources.skipping_failures``)."""
     mode = lowering_from_properties(props)
-    linked = [default_linked_kernel(k) for k in kids]
-    return build_for_devices(linked, list(devices), mode, values)
+    devices = list(devices)
+    if requested:
+        return build_for_devices([default_linked_kernel(k) for k in kids], devices, mode, values)
+    per_kernel = skipping_failures(
+        kids, lambda k: build_for_devices([default_linked_kernel(k)], devices, mode, values),
+        lambda k: f"kernel {k.get_name()}")
+    return [img for images in per_kernel for img in images]
+
+
+def _object_images(images: Sequence[device_image], *, requested: bool) -> list[device_image]:
+    if requested:
+        return [object_image(img) for img in images]
+    return skipping_failures(images, object_image, _image_what)
+
+
+def _image_what(img: device_image) -> str:
+    names = ", ".join(k.get_name() for k in img.get_kernel_ids())
+    return f"kernel {names}" if names else f"library {img.translation_unit}"
 
 
 def get_kernel_bundle(ctx, state, *, devices=None, kernel_ids=None, selector=None,
@@ -106,12 +124,15 @@ def get_kernel_bundle(ctx, state, *, devices=None, kernel_ids=None, selector=Non
             if not _kernel_compatible_any(k, devs):
                 raise exception(errc.invalid, f"kernel {k.get_name()} is incompatible with all "
                                               "devices in devs")
+    # Without kernel ids this is the whole application: kernels that do not compile
+    # are left out (sources.skipping_failures); a request naming one raises its error.
+    requested = kids is not None
     images = [img for img in input_images(kids) if _image_compatible_any(img, devs)]
     if state is bundle_state.object:
-        images = [object_image(img) for img in images]
+        images = _object_images(images, requested=requested)
     elif state is bundle_state.executable:
         kernels = list(dict.fromkeys(k for img in images for k in img.get_kernel_ids()))
-        images = _executable_images(kernels, devs)
+        images = _executable_images(kernels, devs, requested=requested)
     if selector is not None:
         images = [img for img in images if selector(img)]
     return kernel_bundle(ctx, devs, state, images)

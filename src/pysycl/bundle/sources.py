@@ -13,8 +13,11 @@ True
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from typing import Iterable
+import warnings
+from typing import Callable, Iterable, TypeVar
 
 from ..errors import errc, exception
 from ..ir.core import Module
@@ -29,6 +32,10 @@ _inputs: dict[int, tuple[object, device_image]] = {}      # id(kernel fn) -> (fn
 _libraries: dict[str, tuple[tuple, device_image]] = {}    # module -> (externals, image)
 _objects: dict[int, device_image] = {}                     # id(input image) -> object image
 _key_locks: dict[object, threading.Lock] = {}
+_warned: set[str] = set()                                  # what was left out, once each
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _key_lock(key) -> threading.Lock:
@@ -138,16 +145,62 @@ def _merge_library(name: str, modules: list[Module]) -> Module:
 
 
 def all_library_images() -> list[device_image]:
-    return [img for m in library_modules() if (img := library_image(m)) is not None]
+    """Every module's library image; one whose source does not compile is left out
+    (with a warning), as DPC++'s bundles hold only what compiled."""
+    return [img for img in skipping_failures(library_modules(), library_image,
+                                             lambda m: f"library {m}")
+            if img is not None]
+
+
+def skipping_failures(items: Iterable[T], make: Callable[[T], R],
+                      what: Callable[[T], str]) -> list[R]:
+    """``make(item)`` for every item, leaving out (with one warning each) those whose
+    source does not compile or link (``errc.build``).
+
+    An application-wide request (``get_kernel_bundle(ctx, state)`` without kernel ids)
+    goes through here: in DPC++ a kernel that does not compile stops the build of the
+    program, so its bundles only ever hold kernels that compiled; pysycl compiles when
+    asked, so a broken kernel must not take its unrelated neighbours down with it. A
+    request that names the kernel still raises its error.
+    """
+    out = []
+    for item in items:
+        try:
+            out.append(make(item))
+        except exception as e:
+            if e.code() is not errc.build:
+                raise
+            _warn_left_out(what(item), e)
+    return out
+
+
+def _warn_left_out(what: str, err: exception) -> None:
+    with _lock:
+        if what in _warned:
+            return
+        _warned.add(what)
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    warnings.warn(f"{what} is left out of the kernel bundle: it does not compile ({first})",
+                  RuntimeWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside pysycl (where the warning belongs)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def libraries_for(images: Iterable[device_image]) -> list[device_image]:
-    """The library images that define what ``images`` import, transitively."""
-    libs = all_library_images()
-    exporters: dict[str, device_image] = {}
-    for lib in libs:
-        for sym in lib.exports:
-            exporters.setdefault(sym, lib)
+    """The library images that define what ``images`` import, transitively. Only
+    those are compiled (the exporting module is found by symbol name), so a library
+    nobody needs cannot fail the request."""
+    exporters: dict[str, str] = {}
+    for module_name, exts in sorted(_externals_by_module().items()):
+        for ext in exts:
+            exporters.setdefault(ext.name, module_name)
     chosen: list[device_image] = []
     todo = [sym for img in images for sym in img.imports]
     have = {sym for img in images for sym in img.exports}
@@ -155,7 +208,8 @@ def libraries_for(images: Iterable[device_image]) -> list[device_image]:
         sym = todo.pop()
         if sym in have:
             continue
-        lib = exporters.get(sym)
+        module_name = exporters.get(sym)
+        lib = library_image(module_name) if module_name is not None else None
         if lib is None or lib in chosen:
             have.add(sym)
             continue
@@ -167,19 +221,20 @@ def libraries_for(images: Iterable[device_image]) -> list[device_image]:
 
 def input_images(kernel_ids: Iterable[kernel_id] | None = None,
                  module_name: str | None = None) -> list[device_image]:
-    """Input images for ``kernel_ids`` (default: every kernel defined so far, or those
-    of ``module_name``) plus the library images they need."""
-    explicit = kernel_ids is not None
-    if not explicit:
-        kernel_ids = [get_kernel_id(k) for k in registered_kernels(module_name)]
-    images = [input_image(k) for k in kernel_ids]
-    if module_name is not None:
-        own = library_image(module_name)
-        if own is not None and own not in images:
-            images.append(own)
-    elif not explicit:
+    """Input images for ``kernel_ids`` plus the library images they need; by default
+    every kernel and library defined so far (those that do not compile left out); with
+    ``module_name``, that module's kernels and library only: a Python module is a
+    translation unit, and linking its bundle alone must not find another module's
+    definitions."""
+    if kernel_ids is not None:
+        images = [input_image(k) for k in kernel_ids]
+        return images + [lib for lib in libraries_for(images) if lib not in images]
+    kids = [get_kernel_id(k) for k in registered_kernels(module_name)]
+    images = skipping_failures(kids, input_image, lambda k: f"kernel {k.get_name()}")
+    if module_name is None:
         return images + all_library_images()
-    return images + [lib for lib in libraries_for(images) if lib not in images]
+    own = skipping_failures([module_name], library_image, lambda m: f"library {m}")
+    return images + [lib for lib in own if lib is not None]
 
 
 def object_image(img: device_image) -> device_image:

@@ -1,8 +1,10 @@
 """``sycl.this_module`` (from the "SYCL Modules" proposal): the bundle of the calling Python module.
 
 A Python module is the translation unit: ``this_module.get(ctx, state)`` holds the
-kernels defined in the module that calls it, plus its ``@sycl.external`` library image
-(and, for object/executable state, the library images its kernels import).
+kernels defined in the module that calls it, plus its ``@sycl.external`` library image;
+in executable state its kernels are linked with the library images they import from
+other modules (the default lookup), in input and object state they are not, so
+``sycl.link`` of the module's object bundle alone reports such an import unresolved.
 
 >>> import pysycl as sycl                                             # doctest: +SKIP
 >>> kb = sycl.this_module.get(ctx, sycl.bundle_state.executable)           # doctest: +SKIP
@@ -15,8 +17,7 @@ from . import free_functions as ff
 from .device_image import bundle_state
 from .kernel_bundle import kernel_bundle
 from .kernel_id import get_kernel_id, registered_kernels
-from .linker import build_for_devices, default_linked_kernel
-from .sources import input_images, library_image, object_image
+from .sources import input_images, library_image
 
 
 def _caller_module(depth: int = 2) -> str:
@@ -32,11 +33,15 @@ def module_bundle(ctx, state, module_name: str, devices=None) -> kernel_bundle:
     ff._check_online_tools(state, devs)
     images = [img for img in input_images(module_name=module_name)
               if any(img.compatible_with(d) for d in devs)]
+    # Input and object state hold the module's own images only, so linking them alone
+    # fails on an import another module defines (a link leaves no undefined reference,
+    # SYCL 2020 4.11.11); executable state is the default lookup's, which links each
+    # kernel with the libraries of every imported module.
     if state is bundle_state.object:
-        images = [object_image(img) for img in images]
+        images = ff._object_images(images, requested=False)
     elif state is bundle_state.executable:
         kids = [k for img in images for k in img.get_kernel_ids()]
-        images = build_for_devices([default_linked_kernel(k) for k in kids], devs, "auto", None)
+        images = ff._executable_images(kids, devs, requested=False)
     return kernel_bundle(ctx, devs, state, images)
 
 

@@ -17,3 +17,8 @@ def norm2(x: np.float32, y: np.float32) -> np.float32:
 @sycl.external
 def mix(a: np.int64, b: np.int64, t: np.int64) -> np.int64:
     return a * (10 - t) + b * t
+
+
+def module_bundle(ctx, state):
+    """This module's bundle (its library image only), as ``sycl.this_module`` sees it."""
+    return sycl.this_module.get(ctx, state)
