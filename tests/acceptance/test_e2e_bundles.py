@@ -97,6 +97,23 @@ def test_states_compile_link_build(queue, rng):
     run_affine(queue, k, rng)                    # a sycl.kernel object launches too
 
 
+def test_kernel_object_must_come_from_the_bound_bundle(queue, rng):
+    """SYCL 2020 4.9.4.2.1: with use_kernel_bundle(B) bound, a sycl.kernel taken from
+    another bundle A is errc.invalid (it would run A's code and values)."""
+    ctx = queue.get_context()
+    kid = sycl.get_kernel_id(affine_i64)
+    a = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel_ids=[kid])
+    b = sycl.build(sycl.get_kernel_bundle(ctx, sycl.bundle_state.input, kernel_ids=[kid]))
+    k_from_a = a.get_kernel(affine_i64)
+    assert b.has_kernel(affine_i64) and b != a
+    with pytest.raises(sycl.exception) as info:
+        run_affine(queue, k_from_a, rng, bundle=b)
+    assert info.value.code() == sycl.errc.invalid
+    assert "use_kernel_bundle" in str(info.value) and kid.get_name() in str(info.value)
+    run_affine(queue, k_from_a, rng, bundle=a)              # its own bundle bound: runs
+    run_affine(queue, b.get_kernel(affine_i64), rng, bundle=b)
+
+
 def test_device_images(queue):
     ctx = queue.get_context()
     exe = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable,

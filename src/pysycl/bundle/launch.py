@@ -56,6 +56,20 @@ def _spec_key(spec_values: Mapping | None) -> tuple:
     return tuple(sorted(out))
 
 
+def _check_bound_bundle(kernel: kernel_object, bound: kernel_bundle | None) -> None:
+    """A ``sycl.kernel`` launched while ``use_kernel_bundle(bound)`` holds must come from
+    that bundle (SYCL 2020 4.9.4.2.1): ``errc.invalid`` rather than running the code and
+    specialization-constant values of another bundle."""
+    own = kernel.get_kernel_bundle()
+    if bound is None or bound is own:
+        return
+    if bound == own and bound.spec_values == own.spec_values:
+        return   # the same images and values: an equal bundle (4.11.12 reference semantics)
+    raise exception(errc.invalid, f"kernel {kernel.get_kernel_id().get_name()} was taken from "
+                    "another kernel_bundle than the one bound with use_kernel_bundle; take it "
+                    "from the bound bundle (bound.get_kernel(...)) (SYCL 2020 4.9.4.2.1)")
+
+
 def _hashable(props):
     if props is None:
         return None
@@ -72,6 +86,7 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
     """A ready :class:`Launcher` for ``kernel`` (a ``@sycl.kernel`` function or a
     ``sycl.kernel`` object) on ``device`` (see module doc for the lookup)."""
     if isinstance(kernel, kernel_object):
+        _check_bound_bundle(kernel, bundle)
         bundle = kernel.get_kernel_bundle()  # 4.9.4.2: a kernel object uses its own bundle
     # A user-made context has its own driver context (OpenCL): programs and the
     # spec-constant buffer are made in it. None: the driver's default context.
