@@ -120,11 +120,18 @@ class IndexAnnotation(FrozenValue):
 
 
 class SpecConstantAnnotation(FrozenValue):
-    __slots__ = _fields = ("dtype",)
-    dtype: np.dtype
+    """``spec_constant[T, spec_id]``: a placeholder parameter that reads ``spec_id``
+    (SYCL 1.2.1's ``spec_constant<T, ID>``: the ID is part of the type, so the kernel
+    reads the constant under its own symbolic ID). ``spec_id`` is ``None`` for the
+    bare ``spec_constant[T]``, which the compiler refuses."""
 
-    def __init__(self, dtype):
+    __slots__ = _fields = ("dtype", "spec_id")
+    dtype: np.dtype
+    spec_id: Any
+
+    def __init__(self, dtype, spec_id=None):
         _set(self, "dtype", dtype)
+        _set(self, "spec_id", spec_id)
 
 
 class KernelHandlerAnnotation:
@@ -215,9 +222,31 @@ class kernel_handler(KernelHandlerAnnotation):
     """``sycl.kernel_handler`` parameter annotation (SYCL 2020 4.9.4.3)."""
 
 
+def _is_specialization_id(obj) -> bool:
+    # host_objects imports this module: recognise its class by its kind tag.
+    return getattr(type(obj), "_pysycl_uid_kind", None) == "specialization_id"
+
+
+def spec_constant_annotation(params) -> SpecConstantAnnotation:
+    """``spec_constant[spec_id]``, ``spec_constant[T, spec_id]`` or ``spec_constant[T]``;
+    ``T`` must be ``spec_id``'s type (``TypeError`` otherwise)."""
+    if _is_specialization_id(params):
+        return SpecConstantAnnotation(params.dtype, params)
+    if isinstance(params, tuple):
+        if len(params) != 2 or not _is_specialization_id(params[1]):
+            raise TypeError("spec_constant[...] takes a specialization_id, or a type and a "
+                            f"specialization_id, not {params!r}")
+        dtype, spec_id = as_dtype(params[0]), params[1]
+        if dtype != spec_id.dtype:
+            raise TypeError(f"spec_constant[{dtype}, ...]: the specialization_id holds "
+                            f"{spec_id.dtype}, not {dtype}")
+        return SpecConstantAnnotation(dtype, spec_id)
+    return SpecConstantAnnotation(as_dtype(params))
+
+
 class spec_constant_type:
     def __class_getitem__(cls, params):
-        return SpecConstantAnnotation(as_dtype(params))
+        return spec_constant_annotation(params)
 
 
 # @sycl.struct ---------------------------------------------------------------------
@@ -282,16 +311,17 @@ def to_struct_bytes(value, dtype: np.dtype) -> bytes:
 
 # Additions for the kernel language (frontend) ----------------------------------------
 class spec_constant:
-    """Annotation ``sycl.spec_constant[T]``: a pre-SYCL 2020 placeholder argument (the object
-    ``cgh.set_spec_constant(spec_id, value)`` returns); kernels read it with ``p.get()``.
-    The runtime's placeholder class may subclass this to share the name.
+    """Annotation ``sycl.spec_constant[T, spec_id]`` (or ``sycl.spec_constant[spec_id]``):
+    a pre-SYCL 2020 placeholder argument (the object ``cgh.set_spec_constant(spec_id,
+    value)`` returns); kernels read it with ``p.get()``. The runtime's placeholder class
+    may subclass this to share the name.
 
     >>> spec_constant[np.float32].dtype
     dtype('float32')
     """
 
     def __class_getitem__(cls, params):
-        return SpecConstantAnnotation(as_dtype(params))
+        return spec_constant_annotation(params)
 
 
 class memory_order(enum.Enum):
@@ -312,9 +342,3 @@ class memory_scope(enum.Enum):
     work_group = "work_group"
     device = "device"
     system = "system"
-
-
-def spec_placeholder_id(kernel: str, name: str) -> str:
-    """The symbolic ID of a ``spec_constant[T]`` placeholder parameter: the
-    frontend emits ``spec.get`` with it and the runtime binds it at launch."""
-    return f"@param:{kernel}:{name}" if kernel else f"@param:{name}"

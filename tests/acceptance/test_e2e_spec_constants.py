@@ -398,7 +398,7 @@ offset_id = sycl.specialization_id(np.float64, 0.5)
 
 
 @sycl.kernel
-def add_offset(it: sycl.item[1], off: sycl.spec_constant[np.float64],
+def add_offset(it: sycl.item[1], off: sycl.spec_constant[np.float64, offset_id],
                x: sycl.global_ptr[np.float64]):
     x[it.get_id(0)] += off.get()
 
@@ -421,6 +421,82 @@ def test_placeholder_spec_constant_argument(queue, rng):
         np.testing.assert_allclose(np.asarray(dx), x + value, rtol=1e-15)
     finally:
         sycl.free(dx, queue)
+
+
+# A placeholder reads its constant under the constant's own ID (SYCL 1.2.1 spec_constant<T, ID>)
+shift_id = sycl.specialization_id(np.float32, 0.25)
+other_id = sycl.specialization_id(np.float32, 4.0)
+
+
+@sycl.kernel
+def shift_add(it: sycl.item[1], s: sycl.spec_constant[shift_id], x: sycl.global_ptr[np.float32]):
+    x[it.get_id(0)] += s.get()
+
+
+@sycl.kernel
+def shift_scale(it: sycl.item[1], s: sycl.spec_constant[np.float32, shift_id],
+                x: sycl.global_ptr[np.float32]):
+    x[it.get_id(0)] *= s.get()
+
+
+def _run_shift(queue, kernel, x, make_placeholder, bundle=None):
+    dx = sycl.malloc_shared(x.size, np.float32, queue)
+    try:
+        np.asarray(dx)[:] = x
+
+        def cgf(cgh):
+            if bundle is not None:
+                cgh.use_kernel_bundle(bundle)
+            cgh.parallel_for(sycl.range(x.size), kernel, make_placeholder(cgh), dx)
+        queue.submit(cgf).wait()
+        return np.asarray(dx).copy()
+    finally:
+        sycl.free(dx, queue)
+
+
+def test_placeholder_uses_the_constants_own_id(queue, rng):
+    ctx = queue.get_context()
+    x = rng.standard_normal(33).astype(np.float32)
+    v = np.float32(rng.uniform(1, 2))
+    # SYCL 1.2.1 program: the built program has the constant the kernel reads
+    prog = sycl.compat.program(ctx)
+    p = prog.set_spec_constant(shift_id, v)
+    prog.build_with_kernel_type(shift_add)
+    assert prog.has_spec_constant(shift_id) and not prog.has_spec_constant(other_id)
+    np.testing.assert_array_equal(
+        _run_shift(queue, prog.get_kernel(shift_add), x, lambda cgh: p), x + v)
+    # two kernels, one constant: one symbolic ID (hence one SpecId) in the linked image
+    inp = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input,
+                                 kernel_ids=[sycl.get_kernel_id(shift_add),
+                                             sycl.get_kernel_id(shift_scale)])
+    assert inp.has_specialization_constant(shift_id)
+    w = np.float32(rng.uniform(2, 3))
+    inp.set_specialization_constant(shift_id, w)
+    exe = sycl.link(sycl.compile(inp))
+    ids = set()
+    for img in exe:
+        ids.update(img.property_sets.get("SYCL/specialization constants", {}))
+    assert ids == {shift_id.unique_id}
+    np.testing.assert_array_equal(
+        _run_shift(queue, exe.get_kernel(shift_scale), x,
+                   lambda cgh: sycl.spec_constant(shift_id, w)), x * w)
+    # the handler path: the group's value
+    u = np.float32(rng.uniform(3, 4))
+    np.testing.assert_array_equal(
+        _run_shift(queue, shift_scale, x, lambda cgh: cgh.set_spec_constant(shift_id, u)), x * u)
+
+
+def test_placeholder_mismatches_are_errors(queue, rng):
+    x = rng.standard_normal(5).astype(np.float32)
+    with pytest.raises(sycl.exception) as info:          # another constant's placeholder
+        _run_shift(queue, shift_add, x, lambda cgh: cgh.set_spec_constant(other_id, 1.0))
+    assert info.value.code() == sycl.errc.kernel_argument
+    assert shift_id.unique_id in str(info.value) and other_id.unique_id in str(info.value)
+    exe = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.executable,
+                                 kernel=shift_add)
+    with pytest.raises(sycl.exception) as info:          # a value the bundle does not hold
+        _run_shift(queue, shift_add, x, lambda cgh: sycl.spec_constant(shift_id, 9.0), exe)
+    assert info.value.code() == sycl.errc.invalid
 
 
 # Rule violations -------------------------------------------------------------------------

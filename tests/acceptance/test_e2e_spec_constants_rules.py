@@ -399,12 +399,12 @@ n_id = sycl.specialization_id(np.int16, 3)
 
 
 @sycl.kernel
-def ph_float(p: sycl.spec_constant[np.float32], out: sycl.global_ptr[np.float64]):
+def ph_float(p: sycl.spec_constant[f_id], out: sycl.global_ptr[np.float64]):
     out[0] = np.float64(p.get())
 
 
 @sycl.kernel
-def ph_int(p: sycl.spec_constant[np.int16], out: sycl.global_ptr[np.float64]):
+def ph_int(p: sycl.spec_constant[np.int16, n_id], out: sycl.global_ptr[np.float64]):
     out[0] = np.float64(p.get())
 
 

@@ -141,13 +141,7 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
         image = image_selector(images) if image_selector is not None else images[0]
         if not isinstance(image, device_image) or image not in images:
             raise exception(errc.invalid, "the image selector must return one of the images")
-        params = {k: v for k, v in values.items() if k.startswith("@param:")}
         values = bundle.spec_values
-        if params:  # ``sycl.spec_constant[T]`` placeholders passed to a bundle's kernel: bind them too
-            values.update(params)
-            lk = getattr(image, "_linked", None)
-            if image.spec_constant_lowering == "literal" and lk is not None:
-                image = build_executable(lk, image.get_devices(), "literal", values)
     else:
         if kid.kernel is None:
             raise exception(errc.kernel_not_supported,

@@ -154,7 +154,7 @@ class CallRules:
             return self.query(table, name, base.dims, node, base.scope.replace("_", "-"))
         if isinstance(base, SpecPlaceholder):
             self._no_args(node, name, "get")
-            decl = self.session.use_spec_placeholder(base)
+            decl = self.session.use_spec_constant(base.spec_id, self.src, node)
             return self.value("spec.get", [], decl.type, {"id": decl.unique_id}, node)
         if isinstance(base, Value):
             t = base.type

@@ -94,8 +94,9 @@ class ImageBuilder:
         params, env = [], {}
         for info in sig.params:
             ty = ir_type(info)
-            if ty is None:  # spec_constant[T] placeholder: read through spec.get only
-                env[info.name] = SpecPlaceholder(info.name, T.type_from_dtype(info.dtype), kfn.name)
+            if ty is None:  # spec_constant[T, S] placeholder: reads S through spec.get
+                env[info.name] = SpecPlaceholder(info.name, T.type_from_dtype(info.dtype),
+                                                 info.spec_id)
                 continue
             p = Param(info.name, ty, ir_properties(info))
             params.append(p)
@@ -245,14 +246,6 @@ class ImageBuilder:
         uid = _unique_id(spec, src, node)
         if uid not in self.spec:
             self.spec[uid] = SpecConstantDecl(uid, T.type_from_dtype(spec.dtype), spec.default_bytes)
-        return self.spec[uid]
-
-    def use_spec_placeholder(self, ph: SpecPlaceholder) -> SpecConstantDecl:
-        # The runtime binds "@param:<kernel>:<name>" to the placeholder's specialization_id at
-        # launch; until then its default is zero.
-        uid = ph.unique_id
-        if uid not in self.spec:
-            self.spec[uid] = SpecConstantDecl(uid, ph.type, bytes(T.dtype_of(ph.type).itemsize))
         return self.spec[uid]
 
     def use_device_global(self, dg, src, node) -> DeviceGlobalDecl:

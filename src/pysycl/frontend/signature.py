@@ -14,7 +14,7 @@ struct / vec / array dtype  struct              struct / vec / array type (by va
 ``local_accessor[T, D]``    local_accessor      ``local_accessor<T,D>``
 ``global_ptr[T]``           global_ptr          ``ptr<global,T>``
 ``annotated_ptr[T, p]``     global_ptr          ``ptr<global,T>`` + meta properties + annotation
-``spec_constant[T]``        spec_placeholder    none: ``p.get()`` is ``spec.get{id="@param:<kernel>:p"}``
+``spec_constant[T, S]``     spec_placeholder    none: ``p.get()`` is ``spec.get{id=<S's ID>}``
 ==========================  ==================  ==========================================
 
 >>> import numpy as np
@@ -47,7 +47,7 @@ class ParamInfo(FrozenValue):
     semantics, _records.py.)"""
 
     __slots__ = _fields = ("name", "kind", "dtype", "dims", "mode", "properties",
-                           "index_kind", "annotated")
+                           "index_kind", "annotated", "spec_id")
     name: str
     kind: str            # index, kernel_handler, scalar, struct, accessor, local_accessor,
                          # global_ptr, spec_placeholder
@@ -57,10 +57,11 @@ class ParamInfo(FrozenValue):
     properties: Any                   # sycl.properties or None
     index_kind: str | None            # for kind "index": id, item, nd_item
     annotated: bool                   # annotated_ptr: properties also annotate the pointer
+    spec_id: Any                      # spec_placeholder: the specialization_id it reads
 
     def __init__(self, name: str, kind: str, dtype: np.dtype | None = None,
                  dims: int | None = None, mode: str | None = None, properties: Any = None,
-                 index_kind: str | None = None, annotated: bool = False):
+                 index_kind: str | None = None, annotated: bool = False, spec_id: Any = None):
         _set(self, "name", name)
         _set(self, "kind", kind)
         _set(self, "dtype", dtype)
@@ -69,6 +70,7 @@ class ParamInfo(FrozenValue):
         _set(self, "properties", properties)
         _set(self, "index_kind", index_kind)
         _set(self, "annotated", annotated)
+        _set(self, "spec_id", spec_id)
 
 
 class KernelSignature(FrozenValue):
@@ -155,7 +157,7 @@ def param_info(name: str, ann) -> ParamInfo:
         return ParamInfo(name, kind, ann.dtype, properties=ann.properties,
                          annotated=getattr(ann, "annotated", False))
     if kind == "spec_placeholder":
-        return ParamInfo(name, kind, ann.dtype)
+        return ParamInfo(name, kind, ann.dtype, spec_id=ann.spec_id)
     return ParamInfo(name, kind, pt.as_dtype(ann))
 
 
@@ -211,6 +213,13 @@ def kernel_signature(parsed: ParsedFunction) -> KernelSignature:
         if info.kind is None:
             error_at(parsed.source, arg, f"annotation {anns[arg.arg]!r} of parameter "
                      f"'{arg.arg}' is not a kernel argument type")
+        if info.kind == "spec_placeholder" and info.spec_id is None:
+            # Without the ID the kernel could only read a per-parameter constant that no
+            # bundle query (has_specialization_constant) or SpecId would know.
+            error_at(parsed.source, arg, f"placeholder parameter '{arg.arg}' must name the "
+                     "specialization_id it reads", f"annotate it sycl.spec_constant["
+                     f"np.{info.dtype}, my_id] (or sycl.spec_constant[my_id]), as "
+                     "spec_constant<T, ID> in C++")
         if info.kind == "index" and i != 0:
             error_at(parsed.source, arg, f"the index parameter '{arg.arg}' must come first")
         if info.kind == "index" and info.index_kind not in INDEX_KINDS:

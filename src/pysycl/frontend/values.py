@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, Union
 
 from .._records import FrozenValue as _FrozenValue
-from ..types import spec_placeholder_id
 from ..ir import types as T
 from ..ir.core import Value
 
@@ -102,28 +101,18 @@ class AtomicHandle(_FrozenValue):
 
 
 class SpecPlaceholder(_FrozenValue):
-    """A ``sycl.spec_constant[T]`` parameter; ``p.get()`` reads spec ID
-    ``@param:<kernel>:<name>`` (the kernel's name keeps two kernels' placeholders of the
-    same parameter name apart once linked into one module)."""
+    """A ``sycl.spec_constant[T, spec_id]`` parameter; ``p.get()`` reads ``spec_id`` (the
+    constant's own symbolic ID, as ``h.get_specialization_constant(spec_id)`` does)."""
 
-    __slots__ = _fields = ("name", "type", "kernel")
+    __slots__ = _fields = ("name", "type", "spec_id")
     name: str
     type: T.Type
-    kernel: str
+    spec_id: Any
 
-    def __init__(self, name, type, kernel=""):
+    def __init__(self, name, type, spec_id):
         _set(self, "name", name)
         _set(self, "type", type)
-        _set(self, "kernel", kernel)
-
-    @property
-    def unique_id(self) -> str:
-        return placeholder_uid(self.kernel, self.name)
-
-
-def placeholder_uid(kernel: str, name: str) -> str:
-    """The symbolic ID the runtime binds a placeholder argument to at launch."""
-    return spec_placeholder_id(kernel, name)
+        _set(self, "spec_id", spec_id)
 
 
 class Ptr(_FrozenValue):

@@ -396,8 +396,18 @@ def _spec_packer(p, kernel):
         if not hasattr(value, "spec_id"):
             raise _arg_error(kernel, p.name, "expected the placeholder returned by "
                              "cgh.set_spec_constant(spec_id, value)")
+        if value.spec_id is not p.spec_id:
+            raise _arg_error(kernel, p.name, f"the parameter reads {_uid(p.spec_id)}, but "
+                             f"the placeholder is for {_uid(value.spec_id)}")
         # The value travels in the command group's spec-constant values, not as an arg.
     return pack
+
+
+def _uid(spec_id) -> str:
+    try:
+        return spec_id.unique_id
+    except exception:
+        return repr(spec_id)
 
 
 _FACTORIES = {"scalar": _scalar_packer, "struct": _struct_packer,

@@ -16,8 +16,7 @@ import numpy as np
 
 from .. import types
 from ..errors import errc, exception
-from ..spec_values import (spec_default_bytes, spec_value_bytes, spec_value_from_bytes,
-                           value_bytes)
+from ..spec_values import spec_default_bytes, spec_value_bytes, spec_value_from_bytes
 from . import args as args_mod
 from . import memops
 from .buffer import accessor, local_accessor
@@ -26,8 +25,9 @@ from .ranges import launch_range
 
 
 class spec_constant:
-    """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (the pre-SYCL 2020 placeholder style);
-    pass it for a ``sycl.spec_constant[T]`` parameter, read it with ``p.get()``."""
+    """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (the pre-SYCL 2020
+    placeholder style); pass it for a ``sycl.spec_constant[T, spec_id]`` parameter, read it
+    with ``p.get()``."""
 
     __slots__ = ("spec_id", "value", "raw")
 
@@ -233,25 +233,34 @@ class handler:
         return dict(self._spec or {})
 
     def _spec_for_launch(self, kernel, args):
-        """The group's values plus the placeholder arguments (``sycl.spec_constant[T]`` parameters) bound to their
-        ``@param:<kernel>:<name>`` constants."""
+        """The group's values with those of the placeholder arguments (``sycl.spec_constant[T,
+        S]`` parameters read S under its own ID). A placeholder's value must agree with
+        the value the kernel will see: the group's (else it is added to the group's
+        values) or, for a kernel bundle, the bundle's (seed of SYCL 1.2.1's program
+        interface: a mismatch is an error, not a silent choice)."""
         spec = self._spec
-        if not any(type(a) is spec_constant for a in args):
+        placeholders = [a for a in args if type(a) is spec_constant]
+        if not placeholders:
             return spec
-        fn = getattr(kernel, "_pysycl_kernel_id", None)
-        fn = fn.kernel if fn is not None else kernel
-        sig = fn.signature() if callable(getattr(fn, "signature", None)) else None
-        if sig is None:
-            return spec
-        user = [p for p in sig.params if p.kind not in ("index", "kernel_handler")]
-        spec = dict(spec or {})
-        for p, a in zip(user, args):
-            if p.kind == "spec_placeholder" and type(a) is spec_constant:
-                dt = np.dtype(p.dtype)
-                raw = a.raw if dt == np.dtype(a.spec_id.dtype) else None
-                if raw is None:
-                    raw = value_bytes(a.value, dt)
-                spec[types.spec_placeholder_id(fn.name, p.name)] = raw
+        bundle = self._bundle
+        own = getattr(kernel, "get_kernel_bundle", None)   # a sycl.kernel object
+        if own is not None:
+            bundle = own()   # the bundle it runs from (4.9.4.2)
+        if bundle is None:
+            spec = dict(spec or {})
+        for a in placeholders:
+            if bundle is not None:
+                have = bundle.spec_values.get(_spec_name(a.spec_id))
+                have = spec_default_bytes(a.spec_id) if have is None else have
+            else:
+                have = spec.setdefault(a.spec_id, a.raw)
+            if have != a.raw:
+                where = "kernel bundle" if bundle is not None else "command group"
+                raise exception(errc.invalid, f"the spec_constant placeholder of "
+                                f"{_spec_name(a.spec_id)} holds {a.value!r}, but the {where} "
+                                f"gives that constant {spec_value_from_bytes(a.spec_id, have)!r}"
+                                "; pass the placeholder this command group's "
+                                "set_spec_constant returned")
         return spec
 
     # Memory ------------------------------------------------------------------------------

@@ -10,12 +10,13 @@ from pysycl.errors import exception
 from pysycl.frontend import registry
 from pysycl.frontend import source as source_mod
 
+s_id = sycl.specialization_id(np.float32, 1.5)
 
 @sycl.kernel
 def k_first(it: sycl.item[2], h: sycl.kernel_handler,
             a: sycl.accessor[np.float32, 2, sycl.read_only],
             loc: sycl.local_accessor[np.int32, 1], p: sycl.global_ptr[np.int64],
-            n: np.int32, pt: sycl.vec(np.float32, 4), s: sycl.spec_constant[np.float32]):
+            n: np.int32, pt: sycl.vec(np.float32, 4), s: sycl.spec_constant[np.float32, s_id]):
     pass
 
 

@@ -222,6 +222,28 @@ def test_missing_annotation():
     assert "needs an annotation" in info.value.msg
 
 
+@sycl.kernel
+def k_bare_placeholder(p: sycl.spec_constant[np.float32], out: sycl.global_ptr[np.float32]):
+    out[0] = p.get()
+
+
+def test_placeholder_must_name_its_specialization_id():
+    """A bare spec_constant[T] would read a per-parameter constant that bundle queries
+    and SpecIds do not know: refused, with the form that names the constant."""
+    err = compile_fails(k_bare_placeholder, "p:", match="must name the specialization_id")
+    assert "sycl.spec_constant[np.float32, my_id]" in str(err)
+
+
+def test_placeholder_annotation_type_must_match_its_specialization_id():
+    sid = sycl.specialization_id(np.int32, 3)
+    assert sycl.spec_constant[sid].spec_id is sid
+    assert sycl.spec_constant[np.int32, sid].dtype == np.dtype(np.int32)
+    with pytest.raises(TypeError, match="holds int32, not float32"):
+        sycl.spec_constant[np.float32, sid]
+    with pytest.raises(TypeError, match="takes a specialization_id"):
+        sycl.spec_constant[np.float32, 3]
+
+
 # These kernels exist to test the compiler: keep them out of the application-wide
 # registry that bundle tests build from (sycl.get_kernel_bundle with no kernel list).
 registry.forget_module(__name__)

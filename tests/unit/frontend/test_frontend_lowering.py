@@ -284,11 +284,12 @@ pt_id = sycl.specialization_id(Point, Point(1.5, 2))
 hits = sycl.device_global(np.int32)
 table = sycl.device_global(np.dtype((np.int32, 8)))
 origin = sycl.device_global(Point)
+count_id = sycl.specialization_id(np.int32, 4)
 
 
 @sycl.kernel
 def k_spec(h: sycl.kernel_handler, out: sycl.accessor[np.float32, 1, sycl.write_only],
-           p: sycl.spec_constant[np.int32]):
+           p: sycl.spec_constant[np.int32, count_id]):
     c = h.get_specialization_constant(coeff)
     out[0] = c * h.get_specialization_constant(pt_id).x + p.get() * SCALE
     hits.set(hits.get() + 1)
@@ -302,8 +303,9 @@ def test_spec_constants_and_device_globals():
     mod = __name__
     assert f'spec_const "{mod}.coeff" : f32 default = x"00004040"' in text
     assert f'spec_const "{mod}.pt_id"' in text
-    ph = f"@param:{k_spec.name}:p"     # placeholders are qualified by their kernel
-    assert f'spec_const "{ph}" : i32' in text
+    ph = f"{mod}.count_id"        # a placeholder reads its constant under its own ID
+    assert f'spec_const "{ph}" : i32 default = x"04000000"' in text
+    assert "@param" not in text
     assert f'spec.get {{id = "{mod}.coeff"}} : f32' in text
     assert f'spec.get {{id = "{ph}"}} : i32' in text
     assert 'struct.get' in text and '{field = "x"}' in text
