@@ -119,6 +119,12 @@ def cuda_home() -> str | None:
     return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or None
 
 
+def cuda_peer_access() -> bool:
+    """``PYSYCL_CUDA_PEER_ACCESS=0`` copies between two GPUs through host memory even
+    where they could reach each other's memory directly (peer-to-peer)."""
+    return os.environ.get("PYSYCL_CUDA_PEER_ACCESS", "1") not in ("0", "false", "off", "no")
+
+
 def cuda_compile_in_worker() -> bool:
     """``PYSYCL_CUDA_COMPILE_WORKER=0`` compiles PTX in this process (faster first compile;
     an LLVM assertion then ends the program instead of raising ``errc.build``)."""

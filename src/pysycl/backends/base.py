@@ -220,6 +220,22 @@ class Driver(abc.ABC):
         the backend has one implicit context per device (native CPU, CUDA's primary)."""
         return None
 
+    def create_sub_devices(self, device: DeviceDescription, partition: str,
+                           value: Any) -> list[DeviceDescription]:
+        """Sub-devices of ``device`` (SYCL 2020 4.6.4.2). ``partition`` is the name of a
+        ``sycl.info.partition_property`` member, ``value`` its count, list of counts or
+        affinity-domain name. Each sub-device's ``extra`` holds ``"parent"`` (the
+        description it was split from) and ``"partition"`` (``(partition, domain or
+        None)``). Sizes that do not fit are ``errc.invalid``; partitions the device
+        cannot do are ``errc.feature_not_supported``."""
+        raise exception(errc.feature_not_supported,
+                        f"{device.name} ({self.name}) cannot be partitioned into sub-devices")
+
+    def partition_info(self, device: DeviceDescription) -> dict:
+        """``{"max_sub_devices": n, "properties": [partition names], "domains": [affinity
+        domain names]}`` for ``device`` (the partition info descriptors)."""
+        return {"max_sub_devices": 0, "properties": [], "domains": []}
+
     @abc.abstractmethod
     def discover(self) -> list[DeviceDescription]:
         """Every usable device; empty when the driver or hardware is absent. Never raises."""

@@ -89,11 +89,12 @@ def device_info(dev, name: str, default=None):
 
 
 def is_descendant(dev, of) -> bool:
-    """``dev`` is ``of`` or a sub-device of it."""
-    while dev is not None:
-        if dev == of:
+    """``dev`` is ``of`` or a sub-device of it (at any depth)."""
+    desc, ancestor = device_description(dev), device_description(of)
+    while desc is not None:
+        if desc is ancestor:
             return True
-        dev = getattr(dev, "parent_device", None)
+        desc = getattr(desc, "extra", {}).get("parent")
     return False
 
 

@@ -11,6 +11,7 @@ devices from everything here, as ``ONEAPI_DEVICE_SELECTOR`` does in DPC++.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from ..backends import registry
@@ -21,6 +22,8 @@ from . import filters, selectors
 from .info import backend as backend_enum
 from .info import device_type as device_type_enum
 from .info import get_info
+from .info import partition_affinity_domain as domain_enum
+from .info import partition_property as partition_enum
 
 
 class platform:
@@ -186,6 +189,48 @@ class device:
     def is_accelerator(self) -> bool:
         return self._desc.device_type == "accelerator"
 
+    # Partitioning (SYCL 2020 4.6.4.2) ----------------------------------------------------
+    def create_sub_devices(self, partition, value) -> list["device"]:
+        """Split this device: ``dev.create_sub_devices(sycl.info.partition_property
+        .partition_equally, 2)`` (sub-devices of 2 compute units each),
+        ``partition_by_counts, [3, 1]`` or ``partition_by_affinity_domain,
+        sycl.info.partition_affinity_domain.numa``. Each sub-device runs on its own
+        share of the hardware (on the native CPU, threads pinned to its cores)."""
+        prop = _member(partition_enum, partition, "partition property")
+        descs = self.driver.create_sub_devices(self._desc, prop.name,
+                                               _partition_value(prop, value))
+        return [device._wrap(d) for d in descs]
+
+    @property
+    def partition_max_sub_devices(self) -> int:
+        return self.driver.partition_info(self._desc)["max_sub_devices"]
+
+    @property
+    def partition_properties(self) -> list:
+        return [partition_enum[p] for p in self.driver.partition_info(self._desc)["properties"]]
+
+    @property
+    def partition_affinity_domains(self) -> list:
+        return [domain_enum[d] for d in self.driver.partition_info(self._desc)["domains"]]
+
+    @property
+    def partition_type_property(self):
+        how = self._desc.extra.get("partition")
+        return partition_enum[how[0]] if how else partition_enum.no_partition
+
+    @property
+    def partition_type_affinity_domain(self):
+        how = self._desc.extra.get("partition")
+        return domain_enum[how[1]] if how and how[1] else domain_enum.not_applicable
+
+    @property
+    def parent_device(self) -> "device":
+        """The device this one was split from; ``errc.invalid`` for a root device."""
+        parent = self._desc.extra.get("parent")
+        if parent is None:
+            raise exception(errc.invalid, f"{self!r} is a root device: it has no parent")
+        return device._wrap(parent)
+
     @property
     def driver(self):
         """The backend driver (runtime-internal)."""
@@ -198,7 +243,50 @@ class device:
         return id(self._desc)
 
     def __repr__(self):
-        return f"<sycl.device {self._desc.backend}:{self._desc.device_type} {self.name!r}>"
+        how = self._desc.extra.get("partition")
+        sub = f" sub-device ({self.max_compute_units} compute units)" if how else ""
+        return f"<sycl.device {self._desc.backend}:{self._desc.device_type} {self.name!r}{sub}>"
+
+
+def _member(enum_type, value, what: str):
+    """``value`` as a member of ``enum_type`` (a member, or its name)."""
+    if isinstance(value, enum_type):
+        return value
+    try:
+        return enum_type[getattr(value, "name", value)]
+    except (KeyError, TypeError):
+        raise exception(errc.invalid, f"{value!r} is not a {what} (one of "
+                        f"{', '.join(m.name for m in enum_type)})") from None
+
+
+def _partition_value(prop, value):
+    """``value`` checked for ``prop``: a positive count, a list of counts (zeros left
+    out, as the specification counts only non-zero ones), or an affinity domain name."""
+    if prop is partition_enum.partition_equally:
+        return _compute_units(value, prop, allow_zero=False)
+    if prop is partition_enum.partition_by_counts:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise exception(errc.invalid, f"partition_by_counts takes a list of counts, "
+                            f"not {value!r}")
+        counts = [_compute_units(c, prop, allow_zero=True) for c in value]
+        if not any(counts):
+            raise exception(errc.invalid, f"partition_by_counts({list(value)}): no "
+                            "non-zero count")
+        return [c for c in counts if c]
+    if prop is partition_enum.partition_by_affinity_domain:
+        domain = _member(domain_enum, value, "affinity domain")
+        if domain is domain_enum.not_applicable:
+            raise exception(errc.invalid, "not_applicable is not an affinity domain")
+        return domain.name
+    raise exception(errc.invalid, f"{prop.name} does not create sub-devices")
+
+
+def _compute_units(value, prop, allow_zero: bool) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or value < (0 if allow_zero else 1):
+        raise exception(errc.invalid, f"{prop.name}: {value!r} is not a count of "
+                        "compute units")
+    return int(value)
 
 
 def select_device(selector=None):

@@ -44,6 +44,27 @@ class event_command_status(enum.Enum):
     complete = 2
 
 
+class partition_property(enum.Enum):
+    """``sycl.info.partition_property`` (SYCL 2020 4.6.4.2)."""
+
+    no_partition = "no_partition"
+    partition_equally = "partition_equally"
+    partition_by_counts = "partition_by_counts"
+    partition_by_affinity_domain = "partition_by_affinity_domain"
+
+
+class partition_affinity_domain(enum.Enum):
+    """``sycl.info.partition_affinity_domain`` (SYCL 2020 4.6.4.2)."""
+
+    not_applicable = "not_applicable"
+    numa = "numa"
+    L4_cache = "L4_cache"
+    L3_cache = "L3_cache"
+    L2_cache = "L2_cache"
+    L1_cache = "L1_cache"
+    next_partitionable = "next_partitionable"
+
+
 class _device(enum.Enum):
     name = "name"
     vendor = "vendor"
@@ -60,6 +81,12 @@ class _device(enum.Enum):
     local_mem_size = "local_mem_size"
     aspects = "aspects"
     platform = "platform"
+    partition_max_sub_devices = "partition_max_sub_devices"
+    partition_properties = "partition_properties"
+    partition_affinity_domains = "partition_affinity_domains"
+    partition_type_property = "partition_type_property"
+    partition_type_affinity_domain = "partition_type_affinity_domain"
+    parent_device = "parent_device"
 
 
 class _platform(enum.Enum):
@@ -110,6 +137,8 @@ class info:
     kernel = _kernel
     device_type = device_type
     event_command_status = event_command_status
+    partition_property = partition_property
+    partition_affinity_domain = partition_affinity_domain
 
 
 def get_info(obj, descriptor):

@@ -1,8 +1,11 @@
 """One device per process of a distributed job (MPI ranks, Dask workers).
 
 ``device_for_rank`` gives each node-local rank its own GPU where the node has them, so
-ranks never share a GPU by accident; on a CPU-only node each rank's native CPU device
-runs as many threads as the cores the launcher bound the rank to. The node-local rank comes from an mpi4py communicator when one is given
+ranks never share a GPU by accident. On a CPU-only node each rank gets its own cores:
+those the launcher bound the rank to (``mpiexec --bind-to core``, Slurm's
+``--cpu-bind``), or, when the launcher bound nothing, a sub-device of an equal share of
+the node's cores, so ranks do not oversubscribe the node. The node-local rank comes
+from an mpi4py communicator when one is given
 (``comm.Split_type(COMM_TYPE_SHARED)``), else from the launcher's environment (Open MPI,
 MPICH, PMIx, Slurm); no MPI library is imported here.
 
@@ -12,12 +15,13 @@ True
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from .. import config
 from ..errors import errc, exception
 from .device import device
-from .info import device_type
+from .info import device_type, partition_property
 
 
 def node_local_rank(comm=None) -> tuple[int, int]:
@@ -47,8 +51,9 @@ def _shared_split_type(comm) -> int:
 
 def device_for_rank(comm=None, *, prefer=device_type.gpu, local_rank=None) -> device:
     """The device of this rank: GPU ``local_rank % GPUs`` when the node has GPUs (and
-    ``prefer`` is ``gpu``), else the CPU device (its threads follow the process's CPU
-    affinity, which the launcher's binding sets).
+    ``prefer`` is ``gpu``), else the CPU device: its threads follow the process's CPU
+    affinity where the launcher bound the rank, else this rank's sub-device of
+    ``cores // ranks`` cores.
 
     ``local_rank``: ``(rank, count)`` to use instead of asking ``comm`` or the launcher.
     """
@@ -68,4 +73,11 @@ def _cpu_share(rank: int, count: int) -> device:
         cpus = device.get_devices(device_type.cpu)
     if not cpus:
         raise exception(errc.runtime, "this node has neither a GPU nor a CPU device")
-    return cpus[0]
+    cpu = cpus[0]
+    cores = cpu.description.extra.get("cores", ())
+    unbound = len(cores) >= (os.cpu_count() or 0)
+    if count == 1 or not unbound or len(cores) < count or \
+            partition_property.partition_equally not in cpu.partition_properties:
+        return cpu
+    return cpu.create_sub_devices(partition_property.partition_equally,
+                                  len(cores) // count)[rank]

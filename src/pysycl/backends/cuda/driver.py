@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ... import config
 from ...errors import errc, exception
 from ..base import (DeviceDescription, Driver, KernelArg, KernelArgKind, fork_error,
                     rect_extent)
@@ -629,6 +630,10 @@ class CudaDriver(Driver):
     # cuMemAlloc and cuMemAllocManaged align to 256 bytes (pinned host memory to a page).
     alloc_alignment = 256
 
+    def __init__(self):
+        # (source ordinal, destination ordinal) -> peer access enabled (peer_access)
+        self._peers: dict[tuple[int, int], bool] = {}
+
     # Discovery ------------------------------------------------------------------------
     def discover(self) -> list[DeviceDescription]:
         """This machine's CUDA devices; never raises. With none, ``absent_reason`` says
@@ -765,6 +770,9 @@ class CudaDriver(Driver):
             self.synchronize(stream)
             ctypes.memmove(d, s, nbytes)
             return CudaToken(stream)
+        if d_dev and s_dev and dst.device is not src.device and nbytes \
+                and dst.kind == src.kind == "device":
+            return self._peer_copy(stream, dst, d, src, s, nbytes)
         begun = self._begin(stream)
         if nbytes:
             if d_dev and s_dev:
@@ -777,6 +785,49 @@ class CudaDriver(Driver):
                 _fail(res[0], f"copy of {nbytes} bytes")
         del keep_d, keep_s
         return self._done(stream, begun)
+
+    def _peer_copy(self, stream: CudaStream, dst, d: int, src, s: int, nbytes: int):
+        """Device memory of one GPU to another's: one peer-to-peer copy in stream order
+        where the pair can reach each other (access enabled once per pair), else staged
+        through pinned host memory (the host waits for both halves)."""
+        if self.peer_access(src.device, dst.device):
+            begun = self._begin(stream)
+            self._ok(cu.cuMemcpyPeerAsync(d, dst.device.context, s, src.device.context,
+                                          nbytes, stream.handle), f"peer copy of {nbytes} bytes")
+            return self._done(stream, begun)
+        self.synchronize(stream)
+        staging = self.alloc(src.device, nbytes, "host")
+        try:
+            src_stream = src.device.aux_stream()
+            _activate(src.device.context)
+            self._ok(cu.cuMemcpyDtoHAsync(staging.ptr, s, nbytes, src_stream.handle),
+                     f"staged copy of {nbytes} bytes")
+            self.synchronize(src_stream)
+            begun = self._begin(stream)
+            self._ok(cu.cuMemcpyHtoDAsync(d, staging.ptr, nbytes, stream.handle),
+                     f"staged copy of {nbytes} bytes")
+            token = self._done(stream, begun)
+            token.wait()
+        finally:
+            self.free(staging)
+        return token
+
+    def peer_access(self, src: CudaDevice, dst: CudaDevice) -> bool:
+        """Whether ``dst``'s context may read ``src``'s memory directly: asked of the
+        driver once per ordered pair and enabled then (``PYSYCL_CUDA_PEER_ACCESS=0``:
+        never)."""
+        key = (src.ordinal, dst.ordinal)
+        known = self._peers.get(key)
+        if known is None:
+            known = config.cuda_peer_access() and bool(
+                _call(cu.cuDeviceCanAccessPeer, dst.cudevice, src.cudevice))
+            if known:
+                _activate(dst.context)
+                err, = cu.cuCtxEnablePeerAccess(src.context, 0)
+                already = cu.CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+                known = err == 0 or err == already
+            self._peers[key] = known
+        return known
 
     def copy_rect(self, stream: CudaStream, dst, dst_rect, src, src_rect, region):
         """A box with device memory on one side: one cuMemcpy2DAsync per slice (device

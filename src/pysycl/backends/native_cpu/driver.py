@@ -14,9 +14,11 @@ b'\\x07\\x07'
 """
 from __future__ import annotations
 
+import copy
 import ctypes
 import os
 import platform
+import threading
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -83,13 +85,15 @@ DONE = _Done()
 
 
 class NativeCpuStream:
-    """The native CPU has no command queue: work is started by the runtime in order."""
+    """The native CPU has no command queue: work is started by the runtime in order.
+    ``pool``: a sub-device's worker pool, pinned to its cores (None: the process's)."""
 
-    __slots__ = ("device", "profiling")
+    __slots__ = ("device", "profiling", "pool")
 
-    def __init__(self, device: DeviceDescription, profiling: bool):
+    def __init__(self, device: DeviceDescription, profiling: bool, pool=None):
         self.device = device
         self.profiling = profiling
+        self.pool = pool
 
 
 def _address(mem: Any) -> int:
@@ -183,6 +187,12 @@ class NativeCpuDriver(Driver):
     # Set once the executor is warmed up (create_stream).
     _warm = False
 
+    def __init__(self):
+        self._sub_lock = threading.Lock()
+        # (parent, partition, domain, cores) -> sub-device: the parent is kept alive by
+        # its sub-devices (extra["parent"]), so its id stays unique.
+        self._subs: dict[tuple, DeviceDescription] = {}
+
     def discover(self) -> list[DeviceDescription]:
         n = config.num_threads()
         return [DeviceDescription(
@@ -192,7 +202,36 @@ class NativeCpuDriver(Driver):
             max_work_item_sizes=(MAX_WORK_GROUP_SIZE,) * 3,
             sub_group_sizes=(1,), global_mem_size=_physical_memory(),
             local_mem_size=LOCAL_MEM_SIZE, aspects=ASPECTS, target=_target(),
-            handle=0, extra={"host_accessible": True})]
+            handle=0, extra={"host_accessible": True, "cores": tuple(config.usable_cores())})]
+
+    def create_sub_devices(self, device: DeviceDescription, partition: str,
+                           value) -> list[DeviceDescription]:
+        """Sub-devices owning groups of ``device``'s cores (``partitions.split``); equal
+        requests give the same sub-devices, so repeated partitioning leaks nothing."""
+        from pysycl.backends.native_cpu import partitions
+        groups = partitions.split(device.extra["cores"], partition, value)
+        with self._sub_lock:
+            return [self._sub_device(device, partition, value, cores) for cores in groups]
+
+    def partition_info(self, device: DeviceDescription) -> dict:
+        from pysycl.backends.native_cpu import partitions
+        cores = device.extra["cores"]
+        return {"max_sub_devices": len(cores),
+                "properties": list(partitions.PROPERTIES) if len(cores) > 1 else [],
+                "domains": partitions.supported_domains(cores)}
+
+    def _sub_device(self, parent: DeviceDescription, partition: str, value,
+                    cores: tuple[int, ...]) -> DeviceDescription:
+        domain = str(value) if partition == "partition_by_affinity_domain" else None
+        key = (id(parent), partition, domain, cores)
+        sub = self._subs.get(key)
+        if sub is None:
+            sub = copy.copy(parent)
+            sub.max_compute_units = len(cores)
+            sub.extra = dict(parent.extra, cores=cores, parent=parent,
+                             partition=(partition, domain))
+            self._subs[key] = sub
+        return sub
 
     # Memory ---------------------------------------------------------------------------
     def alloc(self, device: DeviceDescription, nbytes: int, kind: str,
@@ -254,18 +293,18 @@ class NativeCpuDriver(Driver):
         # The executor runs the kernel to completion (the caller runs the first share of
         # work-groups, pool threads the rest) and lays out local memory itself from the
         # ``local`` args, so ``local_mem_bytes`` is not needed here.
-        program.launch(kernel_name, global_size, local_size, args, offset)
+        program.launch(kernel_name, global_size, local_size, args, offset, stream.pool)
         return DONE
 
     def bind_launch(self, stream, program, kernel_name: str, trailing: KernelArg):
         """:meth:`launch` of one kernel with everything looked up once:
         ``launch(global_size, local_size, args, local_mem_bytes)`` (the queue's fast path;
         ``args`` is a fresh list, ``trailing`` the spec-constant buffer is appended)."""
-        run = program.launch
+        run, pool = program.launch, stream.pool
 
         def bound(global_size, local_size, args, local_mem_bytes=0):
             args.append(trailing)
-            run(kernel_name, global_size, local_size, args)
+            run(kernel_name, global_size, local_size, args, None, pool)
             return DONE
         return bound
 
@@ -288,7 +327,11 @@ class NativeCpuDriver(Driver):
             from pysycl.backends.native_cpu import executor
             executor.warm_up()
             self._warm = True
-        return NativeCpuStream(device, profiling)
+        pool = None
+        if "parent" in device.extra:
+            from pysycl.backends.native_cpu import executor
+            pool = executor.pool_for(device.extra["cores"])
+        return NativeCpuStream(device, profiling, pool)
 
     def synchronize(self, stream) -> None:
         return None

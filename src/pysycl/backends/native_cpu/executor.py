@@ -112,8 +112,10 @@ class NativeProgram:
 
     def launch(self, kernel_name: str, global_size: Sequence[int],
                local_size: Sequence[int] | None, args: Sequence[KernelArg],
-               global_offset: Sequence[int] | None = None) -> None:
-        """Run ``kernel_name`` to completion. ``args``: the ABI table's KernelArgs, the
+               global_offset: Sequence[int] | None = None,
+               pool: "WorkerPool | None" = None) -> None:
+        """Run ``kernel_name`` to completion (on ``pool``: a sub-device's, else the
+        process's). ``args``: the ABI table's KernelArgs, the
         spec-constant buffer (``mem``, may be 0) last. ``local_size`` None is a
         ``parallel_for(range)``: the executor picks the group shape."""
         prep = self._prepared.get(kernel_name)
@@ -130,7 +132,7 @@ class NativeProgram:
             # keeps alive, so no other object can have their ids.
             hit = last[4]
             if hit[2]:
-                self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
+                (pool or self._pool).run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
             return
         key = _launch_key((global_size, local_size, global_offset), args)
         try:
@@ -153,7 +155,7 @@ class NativeProgram:
                          args)
         if not hit[2]:
             return
-        self._pool.run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
+        (pool or self._pool).run(prep.fn, hit[0], hit[1], hit[2], hit[3], hit[4], hit[5])
 
 
 _CACHE_ENTRIES = 64
@@ -273,10 +275,13 @@ class _Arena(threading.local):
 
 
 class WorkerPool:
-    """``n - 1`` persistent daemon threads plus the caller."""
+    """``n - 1`` persistent daemon threads plus the caller; or, pinned to ``cores`` (a
+    sub-device's), ``n`` threads confined to those cores while the caller waits: the
+    caller's thread belongs to the user and may run anywhere."""
 
-    def __init__(self, n: int | None = None):
-        self.n = max(1, n or config.num_threads())
+    def __init__(self, n: int | None = None, cores: Sequence[int] | None = None):
+        self.cores = tuple(cores) if cores else None
+        self.n = max(1, n or (len(self.cores) if self.cores else config.num_threads()))
         self._arena = _Arena()
         # Started by the first launch that needs them: small launches run inline.
         self._queues: list | None = None
@@ -293,7 +298,8 @@ class WorkerPool:
     def _start(self) -> list:
         with self._start_lock:
             if self._queues is None:
-                queues = [SimpleQueue() for _ in range(self.n - 1)]
+                count = self.n if self.cores else self.n - 1
+                queues = [SimpleQueue() for _ in range(count)]
                 for i, q in enumerate(queues):
                     threading.Thread(target=self._work, args=(q,), daemon=True,
                                      name=f"pysycl-native-{i}").start()
@@ -301,6 +307,8 @@ class WorkerPool:
             return self._queues
 
     def _work(self, q: SimpleQueue):
+        if self.cores:
+            _pin_current_thread(self.cores)
         while True:
             job = q.get()
             error = None
@@ -326,6 +334,10 @@ class WorkerPool:
 
     def run(self, fn, argv: int, words: int, ngroups: int, local: int, inline: bool,
             items: int = 0) -> None:
+        if self.cores:
+            self._dispatch(fn, argv, words, 0, ngroups, local, items >= DYNAMIC_ITEMS, 0.0,
+                           caller_works=False)
+            return
         if self.n == 1 or ngroups == 1:
             fn(argv, words, 0, ngroups, self._arena.get(local) if local else 0)
             return
@@ -339,13 +351,19 @@ class WorkerPool:
                 fn(argv, words, 1, ngroups, mem)
                 return
             first = 1                # heavy work-items: the rest goes to the pool
+        self._dispatch(fn, argv, words, first, ngroups, local,
+                       items >= DYNAMIC_ITEMS or first > 0, rest_seconds, caller_works=True)
+
+    def _dispatch(self, fn, argv, words, first: int, ngroups: int, local: int,
+                  dynamic: bool, rest_seconds: float, caller_works: bool) -> None:
+        """Run groups ``first..ngroups`` on the workers (and the caller when it works).
+        Big or heavy launches go in at least CHUNKS_PER_THREAD chunks per thread, handed
+        out dynamically; smaller ones in one contiguous share each (a chunk costs a GIL
+        round trip)."""
         rest = ngroups - first
         workers = min(self.n, rest)
-        # Big (or heavy) launches: at least CHUNKS_PER_THREAD chunks per thread, handed
-        # out dynamically; smaller ones: one contiguous share each (a chunk costs a GIL
-        # round trip).
         chunks = workers
-        if items >= DYNAMIC_ITEMS or first:
+        if dynamic:
             chunks = min(rest, max(workers * CHUNKS_PER_THREAD,
                                    int(rest_seconds / HEAVY_CHUNK_SECONDS)))
         bounds = [first + rest * i // chunks for i in range(chunks + 1)]
@@ -353,15 +371,17 @@ class WorkerPool:
         stop: list = []      # non-empty: start no further chunk (an interrupt)
         job = (fn, argv, words, bounds, itertools.count(), local, stop, done)
         queues = self._queues or self._start()
-        for i in range(workers - 1):
+        helpers = workers - 1 if caller_works else workers
+        for i in range(helpers):
             queues[i].put(job)
         error = None
-        waiting = workers - 1
+        waiting = helpers
         try:
-            try:
-                self._drain(job)
-            except Exception as e:  # noqa: BLE001 - raised after the workers finished
-                error = e
+            if caller_works:
+                try:
+                    self._drain(job)
+                except Exception as e:  # noqa: BLE001 - raised after the workers finished
+                    error = e
             while waiting:
                 error = done.get() or error
                 waiting -= 1
@@ -375,6 +395,29 @@ class WorkerPool:
             raise
         if error is not None:
             raise error
+
+
+def _pin_current_thread(cores: Sequence[int]) -> None:
+    """Confine the calling thread to ``cores`` (Linux applies an affinity call on pid 0
+    to the calling thread only); elsewhere the thread stays unpinned."""
+    try:
+        os.sched_setaffinity(0, set(cores))
+    except (AttributeError, OSError):
+        pass
+
+
+_pinned_pools: dict[tuple[int, ...], WorkerPool] = {}
+
+
+def pool_for(cores: Sequence[int]) -> WorkerPool:
+    """The process's pool pinned to ``cores`` (one per core set: every queue of a
+    sub-device, and equal sub-devices, share it)."""
+    key = tuple(cores)
+    with _jit_lock:
+        pool = _pinned_pools.get(key)
+        if pool is None:
+            pool = _pinned_pools[key] = WorkerPool(len(key), key)
+        return pool
 
 
 _pools: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()

@@ -383,6 +383,53 @@ class OpenCLDriver(Driver):
             aspects.add("usm_system_allocations")
         return "svm" if kinds else None
 
+    # Sub-devices (clCreateSubDevices) ------------------------------------------
+    _PARTITIONS = {"partition_equally": 0x1086, "partition_by_counts": 0x1087,
+                   "partition_by_affinity_domain": 0x1088}
+    _DOMAINS = {"numa": 1, "L4_cache": 2, "L3_cache": 4, "L2_cache": 8, "L1_cache": 16,
+                "next_partitionable": 32}
+
+    def partition_info(self, device: DeviceDescription) -> dict:
+        h = device.handle
+        try:
+            props = [p for p in (h.partition_properties or []) if p]
+            mask = (h.partition_affinity_domain or [0])[0] if isinstance(
+                h.partition_affinity_domain, list) else int(h.partition_affinity_domain or 0)
+            count = int(h.partition_max_sub_devices)
+        except cl.Error:
+            return super().partition_info(device)
+        return {"max_sub_devices": count,
+                "properties": [n for n, v in self._PARTITIONS.items() if v in props],
+                "domains": [n for n, v in self._DOMAINS.items() if mask & v]}
+
+    def create_sub_devices(self, device: DeviceDescription, partition: str,
+                           value) -> list[DeviceDescription]:
+        _fork.check()
+        info = self.partition_info(device)
+        supported = partition in info["properties"] and (
+            partition != "partition_by_affinity_domain" or value in info["domains"])
+        if not supported:
+            return super().create_sub_devices(device, partition, value)
+        code = self._PARTITIONS[partition]
+        if partition == "partition_equally":
+            props = [code, value]
+        elif partition == "partition_by_counts":
+            props = [code, *value, 0]
+        else:
+            props = [code, self._DOMAINS[value]]
+        try:
+            handles = device.handle.create_sub_devices(props)
+        except cl.Error as e:
+            raise exception(errc.invalid, f"{device.name} cannot be split by {partition}"
+                            f"({value!r}): {e}") from None
+        domain = value if partition == "partition_by_affinity_domain" else None
+        subs = []
+        for h in handles:
+            sub = self._describe(device.extra["platform"], h)
+            sub.extra.update(parent=device, partition=(partition, domain))
+            subs.append(sub)
+        return subs
+
     # Contexts and streams ----------------------------------------------------
     def create_context(self, devices: Sequence[DeviceDescription]) -> Any:
         """A ``cl.Context`` over ``devices`` (all of one platform)."""
@@ -394,14 +441,17 @@ class OpenCLDriver(Driver):
         return cl.Context([d.handle for d in devices])
 
     def default_context(self, device: DeviceDescription) -> Any:
+        """The platform's context over its root devices; a sub-device's own context
+        (a platform context does not hold sub-devices)."""
         _fork.check()
         platform = device.extra["platform"]
-        key = platform.int_ptr
+        sub = "parent" in device.extra
+        key = device.handle.int_ptr if sub else platform.int_ptr
         with self._lock:
             ctx = self._default_contexts.get(key)
             if ctx is None:
-                devs = [d for d in platform.get_devices()
-                        if target_for_il_version(getattr(d, "il_version", "") or "")]
+                devs = [] if sub else [d for d in platform.get_devices()
+                                       if target_for_il_version(getattr(d, "il_version", "") or "")]
                 ctx = cl.Context(devs or [device.handle])
                 self._default_contexts[key] = ctx
             return ctx
@@ -477,6 +527,10 @@ class OpenCLDriver(Driver):
             alloc = next((a for a in (dst, src) if isinstance(a, OpenCLAllocation)), None)
             if alloc is not None:
                 stream = self._queue_for(alloc.context, alloc.device)
+        if isinstance(dst, OpenCLAllocation) and isinstance(src, OpenCLAllocation) and \
+                dst.context.int_ptr != src.context.int_ptr:
+            return self._staged_copy(stream, dst, dst_offset, src, src_offset, nbytes,
+                                     wait_for)
         d_buf = isinstance(dst, OpenCLAllocation) and dst.buffer is not None
         s_buf = isinstance(src, OpenCLAllocation) and src.buffer is not None
         if d_buf or s_buf:
@@ -490,6 +544,19 @@ class OpenCLDriver(Driver):
         sptr, keep_s = _address(src, src_offset, nbytes)
         ev = usm.memcpy(stream.int_ptr, dptr, sptr, nbytes, events)
         return OpenCLEvent(cl.Event.from_int_ptr(ev, retain=False), (keep_d, keep_s), stream)
+
+    def _staged_copy(self, stream, dst, dst_offset, src, src_offset, nbytes, wait_for):
+        """Memory of two contexts (sub-devices' own contexts, say): no command of one
+        context may touch the other's memory, so the bytes go through the host; the
+        host waits for the read."""
+        for e in wait_for:
+            e.wait()
+        host = memoryview(bytearray(nbytes))
+        self.copy(self._queue_for(src.context, src.device), host, 0, src, src_offset,
+                  nbytes).wait()
+        queue = stream if stream is not None and stream.context.int_ptr == \
+            dst.context.int_ptr else self._queue_for(dst.context, dst.device)
+        return self.copy(queue, dst, dst_offset, host, 0, nbytes)
 
     def _copy_buffer(self, queue, dst, dst_offset, src, src_offset, nbytes, events):
         wait = events or None
