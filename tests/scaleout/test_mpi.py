@@ -29,12 +29,14 @@ def _mpirun(n: int, *args: str, timeout: float = 300) -> str:
     return proc.stdout
 
 
-@pytest.mark.parametrize("ranks", [2, 4])
-def test_heat_example_matches_numpy(ranks):
-    # 37 rows: bands of unequal height; 29 columns: no power of two anywhere.
+@pytest.mark.parametrize("ranks, memory", [(2, "shared"), (4, "shared"), (2, "device")])
+def test_heat_example_matches_numpy(ranks, memory):
+    # 37 rows: bands of unequal height; 29 columns: no power of two anywhere. Device
+    # memory exchanges halos through host buffers (pointer arithmetic on USM addresses).
     out = _mpirun(ranks, "-m", "pysycl.examples.heat_mpi", "--rows", "37", "--cols", "29",
-                  "--steps", "12", "--check")
+                  "--steps", "12", "--check", "--memory", memory)
     assert f"{ranks} ranks" in out and "matches NumPy" in out
+    assert ("staged halos" if memory == "device" else "direct halos") in out
 
 
 def test_each_rank_knows_its_node_local_rank_and_gets_a_device():

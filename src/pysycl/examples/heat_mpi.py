@@ -1,7 +1,9 @@
 """Heat diffusion (a 5-point Jacobi stencil) over a 2-D grid split across MPI ranks.
 
 Each rank owns a band of rows plus one halo row above and below, in shared USM that MPI
-reads and writes directly (no copies); every step exchanges halo rows with the
+reads and writes directly (no copies), or, with ``--memory device`` (GPUs), in device
+USM that a CUDA-aware MPI reads in place and any other MPI through small host buffers;
+every step exchanges halo rows with the
 neighbouring ranks, then runs one kernel. The stencil's weights are a specialization
 constant, so the compiler sees them as literals. The global boundary is held at zero.
 
@@ -64,29 +66,64 @@ def reference(grid: np.ndarray, weights: np.ndarray, steps: int) -> np.ndarray:
 
 class HeatBand:
     """One rank's band of the grid on its queue: ``step()`` exchanges halos and runs the
-    kernel; ``halo_s`` and ``compute_s`` add up where the time went."""
+    kernel; ``halo_s`` and ``compute_s`` add up where the time went.
 
-    def __init__(self, comm, q, grid: np.ndarray, weights: np.ndarray):
+    ``memory``: ``"shared"`` USM, which MPI reads and writes in place through NumPy
+    views (any MPI library; on a GPU the driver migrates pages), or ``"device"`` USM
+    (GPUs), whose halo rows MPI reads in place when it is CUDA-aware (``halo`` =
+    ``"direct"``) or which go through small host buffers (``"staged"``)."""
+
+    def __init__(self, comm, q, grid: np.ndarray, weights: np.ndarray,
+                 memory: str = "shared", halo: str = "auto"):
         self.comm, self.q = comm, q
         rank, size = comm.Get_rank(), comm.Get_size()
         first, count = band(grid.shape[0], rank, size)
         self.rows, self.cols = count, grid.shape[1]
         self.up = rank - 1 if rank > 0 else MPI.PROC_NULL
         self.down = rank + 1 if rank < size - 1 else MPI.PROC_NULL
-        self.u = sycl.malloc_shared((count + 2, self.cols), np.float32, q)
-        self.v = sycl.malloc_shared((count + 2, self.cols), np.float32, q)
+        self.memory = memory
+        self.halo = _halo_mode(q, memory, halo)
+        start = np.zeros((count + 2, self.cols), np.float32)
+        start[1:-1] = grid[first:first + count]
+        malloc = sycl.malloc_device if memory == "device" else sycl.malloc_shared
+        self.u = malloc((count + 2, self.cols), np.float32, q)
+        self.v = malloc((count + 2, self.cols), np.float32, q)
         for arr in (self.u, self.v):
-            arr[:] = 0
-        np.asarray(self.u)[1:-1] = grid[first:first + count]
+            q.memcpy(arr, start, start.nbytes).wait()
+        self.staging = np.zeros((4, self.cols), np.float32)   # (send up, down, recv up, down)
         self.weights = np.asarray(weights, np.float32)
         self.halo_s = self.compute_s = 0.0
 
+    def _row(self, i: int):
+        """Row ``i`` of ``u`` as something MPI can read and write in place."""
+        if self.memory == "shared":
+            return np.asarray(self.u)[i]
+        return _DeviceRow(self.u.ptr + i * self.cols * 4, self.cols)
+
     def exchange_halos(self) -> None:
-        u = np.asarray(self.u)          # a view of the shared USM: MPI reads it in place
         t0 = time.perf_counter()
-        self.comm.Sendrecv(u[1], dest=self.up, recvbuf=u[-1], source=self.down)
-        self.comm.Sendrecv(u[-2], dest=self.down, recvbuf=u[0], source=self.up)
+        last = self.rows + 1
+        if self.halo == "staged":
+            self._exchange_staged(last)
+        else:
+            self.comm.Sendrecv(self._row(1), dest=self.up, recvbuf=self._row(last),
+                               source=self.down)
+            self.comm.Sendrecv(self._row(last - 1), dest=self.down, recvbuf=self._row(0),
+                               source=self.up)
         self.halo_s += time.perf_counter() - t0
+
+    def _exchange_staged(self, last: int) -> None:
+        q, row, st = self.q, self.cols * 4, self.staging
+        base = self.u.ptr
+        q.memcpy(st[0], base + row, row)
+        q.memcpy(st[1], base + (last - 1) * row, row).wait()
+        self.comm.Sendrecv(st[0], dest=self.up, recvbuf=st[3], source=self.down)
+        self.comm.Sendrecv(st[1], dest=self.down, recvbuf=st[2], source=self.up)
+        if self.down != MPI.PROC_NULL:
+            q.memcpy(base + last * row, st[3], row)
+        if self.up != MPI.PROC_NULL:
+            q.memcpy(base, st[2], row)
+        q.wait()
 
     def step(self) -> None:
         self.exchange_halos()
@@ -101,7 +138,40 @@ class HeatBand:
         self.compute_s += time.perf_counter() - t0
 
     def owned(self) -> np.ndarray:
-        return np.array(np.asarray(self.u)[1:-1])
+        whole = np.empty((self.rows + 2, self.cols), np.float32)
+        self.q.memcpy(whole, self.u, whole.nbytes).wait()
+        return whole[1:-1].copy()
+
+
+class _DeviceRow:
+    """A row of device memory for a CUDA-aware MPI (``__cuda_array_interface__``)."""
+
+    def __init__(self, ptr: int, cols: int):
+        self.__cuda_array_interface__ = {"shape": (cols,), "typestr": "<f4",
+                                         "data": (ptr, False), "version": 3, "strides": None,
+                                         "stream": None}
+
+
+def cuda_aware_mpi() -> bool:
+    """Whether this MPI library reads CUDA device memory (MPIX_Query_cuda_support)."""
+    query = getattr(MPI, "Query_cuda_support", None)
+    try:
+        return bool(query()) if query is not None else False
+    except Exception:   # noqa: BLE001 - an MPI without the query: assume not
+        return False
+
+
+def _halo_mode(q, memory: str, halo: str) -> str:
+    if memory not in ("shared", "device"):
+        raise SystemExit(f"--memory {memory!r}: expected shared or device")
+    if memory == "shared":
+        return "direct"
+    if halo == "auto":
+        on_gpu = q.get_device().backend == sycl.backend.cuda
+        return "direct" if on_gpu and cuda_aware_mpi() else "staged"
+    if halo == "direct" and q.get_device().backend != sycl.backend.cuda:
+        raise SystemExit("--halo direct with device memory needs a CUDA device")
+    return halo
 
 
 def gather(comm, part: np.ndarray, rows: int) -> np.ndarray | None:
@@ -112,10 +182,12 @@ def gather(comm, part: np.ndarray, rows: int) -> np.ndarray | None:
     return whole
 
 
-def run(comm, rows: int, cols: int, steps: int, weights=(0.6, 0.1), q=None) -> dict:
+def run(comm, rows: int, cols: int, steps: int, weights=(0.6, 0.1), q=None,
+        memory: str = "shared", halo: str = "auto") -> dict:
     """Run ``steps`` steps on this rank's device; returns timings and the band."""
     q = q or sycl.queue(sycl.device_for_rank(comm))
-    heat = HeatBand(comm, q, initial_grid(rows, cols), np.asarray(weights, np.float32))
+    heat = HeatBand(comm, q, initial_grid(rows, cols), np.asarray(weights, np.float32),
+                    memory, halo)
     heat.step()                                  # build the kernel for these weights
     heat.halo_s = heat.compute_s = 0.0
     comm.Barrier()
@@ -124,7 +196,8 @@ def run(comm, rows: int, cols: int, steps: int, weights=(0.6, 0.1), q=None) -> d
         heat.step()
     comm.Barrier()
     return {"seconds": time.perf_counter() - t0, "halo_s": heat.halo_s,
-            "compute_s": heat.compute_s, "band": heat.owned(), "device": q.get_device().name}
+            "compute_s": heat.compute_s, "band": heat.owned(), "device": q.get_device().name,
+            "halo": heat.halo}
 
 
 def main(argv=None) -> int:
@@ -132,18 +205,24 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=int, default=512)
     p.add_argument("--cols", type=int, default=512)
     p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--memory", choices=("shared", "device"), default="shared",
+                   help="USM kind of the grid (device: GPUs)")
+    p.add_argument("--halo", choices=("auto", "direct", "staged"), default="auto",
+                   help="device memory: MPI on it in place (a CUDA-aware MPI) or staged "
+                        "through the host; auto asks the MPI library")
     p.add_argument("--check", action="store_true", help="compare with NumPy on rank 0")
     args = p.parse_args(argv)
     comm = MPI.COMM_WORLD
     if args.rows < comm.Get_size():
         raise SystemExit(f"--rows {args.rows} is fewer than the {comm.Get_size()} ranks")
-    out = run(comm, args.rows, args.cols, args.steps)
+    out = run(comm, args.rows, args.cols, args.steps, memory=args.memory, halo=args.halo)
     whole = gather(comm, out["band"], args.rows)
     if comm.Get_rank() != 0:
         return 0
     print(f"{comm.Get_size()} ranks, {args.rows}x{args.cols}, {args.steps} steps on "
           f"{out['device']}: {out['seconds'] * 1e3:.1f} ms "
-          f"(halo exchange {out['halo_s'] * 1e3:.1f} ms on rank 0)")
+          f"(halo exchange {out['halo_s'] * 1e3:.1f} ms on rank 0, {args.memory} memory, "
+          f"{out['halo']} halos)")
     if args.check:
         expected = reference(initial_grid(args.rows, args.cols), np.array([0.6, 0.1]),
                              args.steps)

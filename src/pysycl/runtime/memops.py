@@ -164,6 +164,15 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         side = _Side(mem, 0, arr.nbytes, arr.dtype)
         side.acc = arr if not isinstance(mem, memoryview) else None
         return side
+    if isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)):
+        # A USM address (``a.ptr + k``, as C++ passes ``ptr + k``): it reaches to the end
+        # of its allocation; untyped, so counts of elements take the other side's type.
+        block = find_allocation(int(obj))
+        if block is None:
+            raise exception(errc.invalid, f"{what}: address {int(obj):#x} is not in a live "
+                            "USM allocation")
+        offset = int(obj) - block.ptr
+        return _Side(block.alloc, offset, block.nbytes - offset, None)
     if isinstance(obj, device_global):
         # The memory is the variable's instance on the queue's device.
         side = _Side(instance_of(obj, q._device, q._context.handle), 0, obj.nbytes,
@@ -334,7 +343,10 @@ def copy(cgh, src, dst, count=None, start_index=0) -> None:
     if s.dtype is not None and d.dtype is not None and s.dtype.itemsize != d.dtype.itemsize \
             and s.dtype != np.uint8 and d.dtype != np.uint8:
         raise exception(errc.invalid, f"copy from {s.dtype} to {d.dtype}: element sizes differ")
-    item = (s.dtype or np.dtype(np.uint8)).itemsize
+    if s.dtype is None and d.dtype is None and count is not None:
+        raise exception(errc.invalid, "copy between two USM addresses: the element type is "
+                        "unknown; use memcpy with a byte count, or pass a sycl.usm_array")
+    item = (s.dtype or d.dtype or np.dtype(np.uint8)).itemsize
     n = s.nbytes if count is None else int(count) * item
     if n < 0 or n > s.nbytes or n > d.nbytes:
         raise exception(errc.invalid, f"copy of {n // item} elements: source has "
@@ -356,7 +368,8 @@ def _submit_fill(cgh, d: _Side, pattern: bytes, nbytes: int, what: str) -> None:
 def fill(cgh, dst, value, count=None) -> None:
     """``handler.fill``: ``count`` elements of ``dst`` (default all) set to ``value``."""
     d = _side(cgh, dst, "fill destination", True)
-    dtype = d.dtype if d.dtype is not None else np.dtype(np.uint8)
+    dtype = d.dtype if d.dtype is not None else (
+        value.dtype if isinstance(value, np.generic) else np.dtype(np.uint8))
     try:
         pattern = np.asarray(value, dtype=dtype).tobytes()
     except (TypeError, ValueError) as e:

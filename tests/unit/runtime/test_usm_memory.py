@@ -82,3 +82,37 @@ def test_one_command_per_group(q):
     with pytest.raises(sycl.exception) as e:
         q.submit(cgf)
     assert e.value.code() == sycl.errc.invalid and "one command" in str(e.value)
+
+
+def test_memcpy_memset_fill_take_usm_addresses(queue):
+    """``q.memcpy(a.ptr + k, ...)``: addresses inside an allocation, as C++ passes
+    ``ptr + k``; the rest of the allocation bounds the copy."""
+    rng = np.random.default_rng(7)
+    rows, cols = 6, 5
+    grid = rng.random((rows, cols), dtype=np.float32)
+    a = sycl.malloc_device((rows, cols), np.float32, queue)
+    queue.memcpy(a, grid, grid.nbytes).wait()
+    row = cols * 4
+    got = np.empty(cols, np.float32)
+    queue.memcpy(got, a.ptr + 3 * row, row).wait()
+    np.testing.assert_array_equal(got, grid[3])
+    new = rng.random(cols, dtype=np.float32)
+    queue.memcpy(a.ptr + 5 * row, new, row).wait()                  # the last row
+    queue.memcpy(a.ptr + 0 * row, a.ptr + 2 * row, row).wait()      # within the allocation
+    queue.fill(a.ptr + 4 * row + 8, np.float32(-2.5), 3).wait()     # typed by the value
+    queue.memset(a.ptr + 1 * row, 0, row).wait()
+    expect = grid.copy()
+    expect[5], expect[0], expect[4, 2:], expect[1] = new, grid[2], -2.5, 0
+    whole = np.empty_like(grid)
+    queue.memcpy(whole, a, grid.nbytes).wait()
+    np.testing.assert_array_equal(whole, expect)
+    out = np.empty(2, np.float32)
+    queue.copy(a.ptr + 4 * row, out, 2).wait()                      # elements of the host side's type
+    np.testing.assert_array_equal(out, expect[4, :2])
+    with pytest.raises(sycl.exception) as err:
+        queue.memcpy(got, a.ptr + 5 * row + 4, row).wait()          # runs past the end
+    assert err.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception):
+        queue.memcpy(got, 12345, row)                                # not USM
+    with pytest.raises(sycl.exception):
+        queue.copy(a.ptr, a.ptr + row, 2)                            # no element type
