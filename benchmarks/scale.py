@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 
-def _worker(rows: int, cols: int, steps: int, repeat: int) -> None:
+def _worker(rows: int, cols: int, steps: int, repeat: int, memory: str = "shared") -> None:
     """Run under mpiexec: prints one JSON line (rank 0) with the slowest rank's figures."""
     from mpi4py import MPI
     from pysycl.examples import heat_mpi
@@ -28,7 +28,7 @@ def _worker(rows: int, cols: int, steps: int, repeat: int) -> None:
     comm = MPI.COMM_WORLD
     runs = []
     for _ in range(repeat):
-        out = heat_mpi.run(comm, rows, cols, steps)
+        out = heat_mpi.run(comm, rows, cols, steps, memory=memory)
         slowest = comm.allreduce(out["seconds"], op=MPI.MAX)
         halo = comm.allreduce(out["halo_s"], op=MPI.MAX)
         runs.append((slowest, halo))
@@ -36,7 +36,8 @@ def _worker(rows: int, cols: int, steps: int, repeat: int) -> None:
         seconds, halo = sorted(runs)[len(runs) // 2]
         print(json.dumps({"ranks": comm.Get_size(), "rows": rows, "cols": cols,
                           "steps": steps, "seconds": seconds, "halo_s": halo,
-                          "device": out["device"], "cores": len(os.sched_getaffinity(0))}))
+                          "device": out["device"], "halo": out["halo"],
+                          "cores": len(os.sched_getaffinity(0))}))
 
 
 def _mpiexec() -> str:
@@ -47,9 +48,10 @@ def _mpiexec() -> str:
     return found
 
 
-def measure(ranks: int, rows: int, cols: int, steps: int, repeat: int) -> dict:
+def measure(ranks: int, rows: int, cols: int, steps: int, repeat: int,
+            memory: str = "shared") -> dict:
     cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "benchmarks.scale",
-           "--worker", str(rows), str(cols), str(steps), str(repeat)]
+           "--worker", str(rows), str(cols), str(steps), str(repeat), "--memory", memory]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=1800)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -61,25 +63,28 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--ranks", default="1,2,4")
+    p.add_argument("--memory", choices=("shared", "device"), default="shared",
+                   help="USM kind of the grid (device: GPUs, halos staged or CUDA-aware)")
     p.add_argument("--worker", nargs=4, type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        _worker(*args.worker)
+        _worker(*args.worker, memory=args.memory)
         return 0
     counts = [int(r) for r in args.ranks.split(",")]
-    print(f"heat stencil, {args.cols} columns, {args.steps} steps, "
+    print(f"heat stencil, {args.cols} columns, {args.steps} steps, {args.memory} memory, "
           f"{len(os.sched_getaffinity(0))} cores")
-    print("| scaling | ranks | grid | time | efficiency | halo share |")
-    print("|---|---|---|---|---|---|")
+    print("| scaling | ranks | grid | time | efficiency | halo share | where |")
+    print("|---|---|---|---|---|---|---|")
     for kind in ("weak", "strong"):
         base = None
         for n in counts:
             rows = args.rows_per_rank * (n if kind == "weak" else max(counts))
-            r = measure(n, rows, args.cols, args.steps, args.repeat)
+            r = measure(n, rows, args.cols, args.steps, args.repeat, args.memory)
             base = base or r["seconds"]
             eff = base / r["seconds"] if kind == "weak" else base / (n * r["seconds"])
             print(f"| {kind} | {n} | {rows}x{args.cols} | {r['seconds'] * 1e3:.1f} ms | "
-                  f"{eff:.2f} | {r['halo_s'] / r['seconds']:.0%} |")
+                  f"{eff:.2f} | {r['halo_s'] / r['seconds']:.0%} | {r['device']}, "
+                  f"{r['halo']} halos |")
     return 0
 
 
