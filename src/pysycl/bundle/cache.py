@@ -15,6 +15,16 @@ with identical content.
 Entry file: ``b"PYSYCLC1"`` | u32 header length | JSON header | payload. JSON, never
 pickle: a cache directory is as untrusted as any other file.
 
+The entries are native code linked into the process, so the cache is used only when it
+is the current user's (``detail.private_files``): the root and its folders are created
+0700, and a folder or entry owned by another user or writable by group or others is
+refused (one warning, then the process runs uncached; a refused entry is rebuilt). A
+SHA-256 only detects accidents (whoever rewrites an entry can recompute it), so every
+entry also carries an HMAC-SHA-256 under a per-user secret (``secret`` in the root,
+mode 0600): a copied, shared or restored cache is checked, not trusted, and an entry
+whose HMAC fails is ignored and rebuilt. A secret file that is not private disables
+the disk cache, with a warning.
+
 >>> import tempfile
 >>> c = Cache(tempfile.mkdtemp())
 >>> key = CacheKey({"ir": "module @k {}", "target": "native_cpu"})
@@ -26,6 +36,7 @@ b'object code'
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -37,6 +48,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .. import config
+from ..detail.private_files import (NotPrivate, checked_cache_root, private_dir,
+                                    private_secret, untrusted_reason, warn_once)
 from ..errors import errc, exception
 
 log = logging.getLogger("pysycl.cache")
@@ -44,6 +57,10 @@ log = logging.getLogger("pysycl.cache")
 _MAGIC = b"PYSYCLC1"
 _FORMAT = 1
 _MEMORY_ENTRIES = 512  # launchers and images are small; this bounds a long session
+SECRET_NAME = "secret"
+
+_secrets: dict[str, bytes] = {}   # cache root -> its HMAC key, read once per process
+_secrets_lock = threading.Lock()
 
 
 def _digest(value: str | bytes) -> str:
@@ -140,12 +157,44 @@ class Cache:
     def enabled(self) -> bool:
         return config.cache_enabled() if self._enabled is None else self._enabled
 
+    def _root(self) -> str:
+        return os.fspath(self._directory if self._directory is not None else config.cache_dir())
+
     def _path(self, key: CacheKey) -> str:
         """The entry's file: ``directory / hexdigest[:2] / (hexdigest + suffix)`` (a
         string: building it through ``pathlib`` cost more than reading a small entry)."""
-        root = self._directory if self._directory is not None else config.cache_dir()
         digest = key.hexdigest
-        return os.path.join(root, f"v{_FORMAT}", digest[:2], digest + self._suffix)
+        return os.path.join(self._root(), f"v{_FORMAT}", digest[:2], digest + self._suffix)
+
+    def _secret(self) -> bytes | None:
+        """The HMAC key of the disk store, or None when its root, its ``v1`` folder or the
+        secret file is not private (warned once): then the process runs uncached. The
+        folders are checked on every disk access (a few ``stat`` calls, next to reading
+        an entry), the secret is read once per root."""
+        root = self._root()
+        if not checked_cache_root(root) or not self._checked_folder(os.path.join(root, f"v{_FORMAT}")):
+            return None
+        with _secrets_lock:
+            secret = _secrets.get(root)
+            if secret is None:
+                path = os.path.join(root, SECRET_NAME)
+                try:
+                    secret = _secrets[root] = private_secret(path)
+                except NotPrivate as e:
+                    warn_once(log, f"not using the kernel cache {root}: its secret {e}; "
+                                   f"running uncached (remove {path} to make a new one; "
+                                   f"the cache's entries are then rebuilt)")
+                    return None
+        return secret
+
+    @staticmethod
+    def _checked_folder(folder: str, create: bool = True) -> bool:
+        reason = private_dir(folder, create)
+        if reason is not None:
+            if create or os.path.isdir(folder):   # a missing folder holds no entry to refuse
+                warn_once(log, f"not using cache folder {folder}: {reason}")
+            return False
+        return True
 
     # -- memory layer --
     def _memory_get(self, digest: str) -> bytes | None:
@@ -166,16 +215,30 @@ class Cache:
     def _disk_get(self, key: CacheKey) -> bytes | None:
         if not self.enabled:
             return None
+        secret = self._secret()
+        if secret is None:
+            return None
         path = self._path(key)
         try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
+            fh = open(path, "rb")
         except FileNotFoundError:
             return None
         except OSError as e:
             log.warning("cache entry %s unreadable (%s); rebuilding", path, e)
             return None
-        payload, reason = _decode_entry(raw, key)
+        with fh:
+            if not self._checked_folder(os.path.dirname(path), create=False):
+                return None
+            # The opened file itself is checked, so it cannot be swapped after the check.
+            reason = untrusted_reason(os.fstat(fh.fileno()), "the entry")
+            try:
+                raw = fh.read() if reason is None else b""
+            except OSError as e:
+                log.warning("cache entry %s unreadable (%s); rebuilding", path, e)
+                return None
+        payload = None
+        if reason is None:
+            payload, reason = _decode_entry(raw, key, secret)
         if reason is not None:
             log.warning("ignoring cache entry %s: %s; it will be rebuilt", path, reason)
         return payload
@@ -183,14 +246,19 @@ class Cache:
     def _disk_put(self, key: CacheKey, value: bytes) -> None:
         if not self.enabled:
             return
+        secret = self._secret()
+        if secret is None:
+            return
         path = self._path(key)
+        folder = os.path.dirname(path)
+        if not self._checked_folder(folder):
+            return
         try:
-            folder = os.path.dirname(path)
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)   # mode 0600
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    fh.write(_encode_entry(key, value))
+                    fh.write(_encode_entry(key, value, secret))
+                # Replaces a refused entry too: the folder is ours, whoever owned the file.
                 os.replace(tmp, path)
             except BaseException:
                 try:
@@ -270,9 +338,16 @@ class Cache:
             log.info("cache miss for %s: %s", label, ", ".join(previous.diff(key)) or "new key")
 
     def info(self) -> dict:
-        """``{"entries": n, "bytes": total, "path": str}`` of the disk store."""
+        """``{"entries": n, "bytes": total, "path": str}`` of the disk store, and
+        ``"untrusted": reason`` when its root exists and is not private (then unused).
+        Creates nothing."""
         entries = total = 0
         root = self.directory
+        out = {}
+        if os.path.isdir(self._root()):
+            reason = private_dir(self._root(), create=False)
+            if reason is not None:
+                out["untrusted"] = reason
         if root.is_dir():
             for path in root.glob(f"*/*{self._suffix}"):
                 try:
@@ -280,7 +355,7 @@ class Cache:
                     entries += 1
                 except OSError:  # removed by another process meanwhile
                     pass
-        return {"entries": entries, "bytes": total, "path": str(root)}
+        return {"entries": entries, "bytes": total, "path": str(root), **out}
 
     def clear(self) -> int:
         """Remove every entry (and stray temporary files); returns entries removed."""
@@ -305,19 +380,30 @@ class Cache:
         return removed
 
 
-def _encode_entry(key: CacheKey, payload: bytes) -> bytes:
+def _entry_hmac(secret: bytes, key_digest: str, size: int, checksum: str) -> str:
+    """The entry's HMAC-SHA-256: over its key, size and payload SHA-256 (which is
+    recomputed from the payload on load), so it covers the payload without a second
+    pass over it."""
+    message = f"pysycl-cache-entry-v{_FORMAT}\0{key_digest}\0{size}\0{checksum}"
+    return hmac.new(secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _encode_entry(key: CacheKey, payload: bytes, secret: bytes) -> bytes:
+    checksum = hashlib.sha256(payload).hexdigest()
     header = json.dumps({
         "format": _FORMAT,
         "key": key.hexdigest,
         "parts": key.parts,
         "size": len(payload),
-        "sha256": hashlib.sha256(payload).hexdigest(),
+        "sha256": checksum,
+        "hmac": _entry_hmac(secret, key.hexdigest, len(payload), checksum),
     }, sort_keys=True).encode("utf-8")
     return _MAGIC + struct.pack("<I", len(header)) + header + payload
 
 
-def _decode_entry(raw: bytes, key: CacheKey) -> tuple[bytes | None, str | None]:
-    """``(payload, None)`` if ``raw`` is a valid entry for ``key``, else ``(None, reason)``."""
+def _decode_entry(raw: bytes, key: CacheKey, secret: bytes) -> tuple[bytes | None, str | None]:
+    """``(payload, None)`` if ``raw`` is a valid entry for ``key`` written under
+    ``secret``, else ``(None, reason)``."""
     if len(raw) < len(_MAGIC) + 4 or raw[:len(_MAGIC)] != _MAGIC:
         return None, "not a pysycl cache entry (bad magic or truncated)"
     (hlen,) = struct.unpack_from("<I", raw, len(_MAGIC))
@@ -346,6 +432,10 @@ def _decode_entry(raw: bytes, key: CacheKey) -> tuple[bytes | None, str | None]:
         return None, f"truncated payload ({len(payload)} of {size} bytes)"
     if hashlib.sha256(payload).hexdigest() != checksum:
         return None, "payload checksum mismatch"
+    expected = _entry_hmac(secret, stored_key, size, checksum)
+    if not hmac.compare_digest(str(header.get("hmac")).encode("utf-8"), expected.encode("utf-8")):
+        return None, ("HMAC mismatch (not written by this user's pysycl under this cache's "
+                      "secret, or altered since)")
     return payload, None
 
 

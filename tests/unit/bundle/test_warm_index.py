@@ -153,10 +153,11 @@ def test_corrupted_index_entry_is_ignored_with_warning(project):
 
 def test_malformed_index_payload_is_ignored_with_warning(project):
     project.run()
+    index = cache_mod.Cache(project.cache, suffix=".idx")   # writes under the cache's secret
     for path, header in _index_files(project.cache):   # a valid entry, not an index entry
         key = cache_mod.CacheKey.from_part_digests(header["parts"])
         key.hexdigest = header["key"]   # the header's parts are sorted; keep the digest
-        path.write_bytes(cache_mod._encode_entry(key, b'{"format": 1, "kernel": 7}'))
+        index.put(key, b'{"format": 1, "kernel": 7}')
     res = project.run()
     assert res["bundle"] == 16 and res["default"] == 4
     assert "ignoring warm-start index entry" in res["stderr"]
