@@ -16,23 +16,36 @@ it. What works inside one process with nothing set beforehand (measured):
 gets a copy of every system ICD file (and of the folder or file the user had put in
 ``OCL_ICD_VENDORS``), keeping GPU drivers and PoCL usable.
 
+The loader ``dlopen``s every library an ICD file in that folder names, so the folder is
+written only where nobody else can write: inside the kernel cache once that is checked
+(``detail.private_files``: ours, not writable by group or others), as
+``opencl-vendors/<digest of the contents>``, reused only when it holds exactly the
+expected files with exactly the expected contents, each ours and not writable by group
+or others; otherwise (a missing or refused cache, ``PYSYCL_CACHE=0``) a fresh
+``tempfile.mkdtemp`` folder (0700, an unpredictable name), removed at exit. Never a
+predictable shared path.
+
 >>> from pysycl.backends.opencl import environment
 >>> environment.prepare()        # before ``import pyopencl``; cheap when repeated
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import glob
 import hashlib
 import logging
 import os
+import shutil
 import site
+import stat
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
 from pysycl import config
+from pysycl.detail.private_files import checked_cache_root, private_dir, untrusted_reason
 
 log = logging.getLogger(__name__)
 
@@ -181,32 +194,93 @@ def _icd_entries(library: Path) -> dict[str, str]:
 
 
 def _write_vendors_dir(library: Path) -> Path:
-    entries = _icd_entries(library)
-    digest = hashlib.sha256(repr(sorted(entries.items())).encode()).hexdigest()[:16]
-    for base in (config.cache_dir() / "opencl-vendors", Path(tempfile.gettempdir()) /
-                 f"pysycl-{os.getuid() if hasattr(os, 'getuid') else 'user'}-opencl-vendors"):
-        folder = base / digest
-        try:
-            _write_entries(folder, entries)
+    entries = {name: text.encode("utf-8") for name, text in _icd_entries(library).items()}
+    return _cached_vendors_dir(entries) or _temporary_vendors_dir(entries)
+
+
+def _cached_vendors_dir(entries: dict[str, bytes]) -> Path | None:
+    """``<cache>/opencl-vendors/<digest>`` holding exactly ``entries``, or None when the
+    cache is off or cannot be trusted (warned once by ``checked_cache_root``)."""
+    if not config.cache_enabled():
+        return None
+    root = config.cache_dir()
+    base = root / "opencl-vendors"
+    if not checked_cache_root(root):
+        return None
+    reason = private_dir(base)
+    if reason is not None:
+        log.warning("OpenCL: not writing ICD files under %s: %s", base, reason)
+        return None
+    folder = base / hashlib.sha256(repr(sorted(entries.items())).encode()).hexdigest()[:16]
+    reason = _vendors_dir_differs(folder, entries)
+    if reason is None:
+        return folder
+    if os.path.lexists(folder):
+        log.warning("OpenCL: not using ICD folder %s: %s; writing a fresh one", folder, reason)
+    try:
+        fresh = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))   # 0700
+        _write_entries(fresh, entries)
+    except OSError as e:
+        log.debug("OpenCL: cannot write ICD files under %s: %s", base, e)
+        return None
+    try:
+        # Published complete in one step; fails when another process published first,
+        # or when ``folder`` is there and not as expected (it is never removed: another
+        # process may be reading it).
+        os.rename(fresh, folder)
+        return folder
+    except OSError:
+        if _vendors_dir_differs(folder, entries) is None:
+            shutil.rmtree(fresh, ignore_errors=True)
             return folder
-        except OSError as e:   # read-only cache dir: fall back to the temp dir
-            log.debug("OpenCL: cannot write ICD files under %s: %s", base, e)
-    folder = Path(tempfile.mkdtemp(prefix="pysycl-opencl-vendors-"))
+    _remove_at_exit(fresh)
+    return fresh
+
+
+def _vendors_dir_differs(folder: Path, entries: dict[str, bytes]) -> str | None:
+    """Why ``folder`` is not exactly ``entries`` (file name -> contents) written by us,
+    or None when it is. Each file is checked as opened (no symbolic links)."""
+    reason = private_dir(folder, create=False)
+    if reason is not None:
+        return reason
+    try:
+        names = set(os.listdir(folder))
+        if names != set(entries):
+            return f"it holds {sorted(names)}, not {sorted(entries)}"
+        for name, expected in entries.items():
+            fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return f"{name} is not a regular file"
+                reason = untrusted_reason(st, name)
+                if reason is not None:
+                    return reason
+                if fh.read(len(expected) + 1) != expected:
+                    return f"{name} does not hold what pysycl wrote"
+    except OSError as e:
+        return f"cannot read it ({e.strerror or e})"
+    return None
+
+
+def _temporary_vendors_dir(entries: dict[str, bytes]) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="pysycl-opencl-vendors-"))   # 0700, unpredictable
+    _remove_at_exit(folder)
     _write_entries(folder, entries)
     return folder
 
 
-def _write_entries(folder: Path, entries: dict[str, str]) -> None:
-    """Atomic per file (temporary name + rename): processes may race on one folder,
-    which is named by the hash of its contents, so a complete folder is never rewritten."""
-    if folder.is_dir() and all((folder / n).is_file() for n in entries):
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in entries.items():
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, folder / name)
+def _remove_at_exit(folder: Path) -> None:
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+def _write_entries(folder: Path, entries: dict[str, bytes]) -> None:
+    """Write the files into ``folder``, a fresh folder that only this process knows."""
+    for name, data in entries.items():
+        fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                     getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0), 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
 
 
 def icd_loader_library() -> str | None:
