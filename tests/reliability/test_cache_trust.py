@@ -283,3 +283,19 @@ def test_in_process_cache_uses_the_same_rules(tmp_path):
     assert fresh.get(key) is None
     assert fresh.get_or_build(key, lambda: b"rebuilt") == b"rebuilt"
     assert Cache(tmp_path).get(key) == b"rebuilt"
+
+
+@needs_posix
+def test_cache_removed_while_running_is_made_again_private(tmp_path):
+    """The checks are made once per process; a cache removed meanwhile (``rm -rf``) is
+    made again, 0700, under a new secret, and what it held before is not trusted."""
+    root = tmp_path / "cache"
+    key, other = CacheKey({"ir": "a"}), CacheKey({"ir": "b"})
+    Cache(root).put(key, b"first")
+    old_secret = (root / SECRET_NAME).read_bytes()
+    shutil.rmtree(root)
+    Cache(root).put(other, b"second")
+    assert mode(root) == 0o700 and mode(root / "v1") == 0o700
+    assert all(mode(p) == 0o700 for p in root.glob("v1/*"))
+    assert (root / SECRET_NAME).read_bytes() != old_secret
+    assert Cache(root).get(other) == b"second" and Cache(root).get(key) is None

@@ -59,8 +59,11 @@ _FORMAT = 1
 _MEMORY_ENTRIES = 512  # launchers and images are small; this bounds a long session
 SECRET_NAME = "secret"
 
-_secrets: dict[str, bytes] = {}   # cache root -> its HMAC key, read once per process
-_secrets_lock = threading.Lock()
+# Checked once per process: nobody but the user (and root) can change a private folder,
+# so one that passed stays private. Entries are checked each time they are read.
+_secrets: dict[str, bytes] = {}     # cache root -> its HMAC key, once root and v1 passed
+_checked_folders: set[str] = set()  # entry folders that passed
+_trust_lock = threading.Lock()
 
 
 def _digest(value: str | bytes) -> str:
@@ -140,6 +143,7 @@ class Cache:
     def __init__(self, directory: str | os.PathLike | None = None, enabled: bool | None = None,
                  memory_entries: int = _MEMORY_ENTRIES, suffix: str = ".bin"):
         self._directory = Path(directory) if directory is not None else None
+        self._root_str = os.fspath(directory) if directory is not None else ""
         self._suffix = suffix   # ".idx": the warm-start index (warm_index.py) beside the binaries
         self._enabled = enabled
         self._memory: OrderedDict[str, bytes] = OrderedDict()
@@ -158,43 +162,33 @@ class Cache:
         return config.cache_enabled() if self._enabled is None else self._enabled
 
     def _root(self) -> str:
-        return os.fspath(self._directory if self._directory is not None else config.cache_dir())
+        return self._root_str if self._directory is not None else os.fspath(config.cache_dir())
 
-    def _path(self, key: CacheKey) -> str:
+    def _path(self, key: CacheKey, root: str | None = None) -> str:
         """The entry's file: ``directory / hexdigest[:2] / (hexdigest + suffix)`` (a
         string: building it through ``pathlib`` cost more than reading a small entry)."""
         digest = key.hexdigest
-        return os.path.join(self._root(), f"v{_FORMAT}", digest[:2], digest + self._suffix)
+        return os.path.join(root or self._root(), f"v{_FORMAT}", digest[:2], digest + self._suffix)
 
-    def _secret(self) -> bytes | None:
-        """The HMAC key of the disk store, or None when its root, its ``v1`` folder or the
-        secret file is not private (warned once): then the process runs uncached. The
-        folders are checked on every disk access (a few ``stat`` calls, next to reading
-        an entry), the secret is read once per root."""
-        root = self._root()
-        if not checked_cache_root(root) or not self._checked_folder(os.path.join(root, f"v{_FORMAT}")):
+    def _secret(self, root: str) -> bytes | None:
+        """The HMAC key of the disk store at ``root``, or None when the root, its ``v1``
+        folder or the secret file is not private (warned once): then the process runs
+        uncached."""
+        secret = _secrets.get(root)
+        if secret is not None:
+            return secret
+        if not checked_cache_root(root) or not _checked_folder(os.path.join(root, f"v{_FORMAT}")):
             return None
-        with _secrets_lock:
-            secret = _secrets.get(root)
-            if secret is None:
-                path = os.path.join(root, SECRET_NAME)
-                try:
-                    secret = _secrets[root] = private_secret(path)
-                except NotPrivate as e:
-                    warn_once(log, f"not using the kernel cache {root}: its secret {e}; "
-                                   f"running uncached (remove {path} to make a new one; "
-                                   f"the cache's entries are then rebuilt)")
-                    return None
+        path = os.path.join(root, SECRET_NAME)
+        with _trust_lock:
+            try:
+                secret = _secrets[root] = _secrets.get(root) or private_secret(path)
+            except NotPrivate as e:
+                warn_once(log, f"not using the kernel cache {root}: its secret {e}; running "
+                               f"uncached (remove {path} to make a new one; the cache's "
+                               f"entries are then rebuilt)")
+                return None
         return secret
-
-    @staticmethod
-    def _checked_folder(folder: str, create: bool = True) -> bool:
-        reason = private_dir(folder, create)
-        if reason is not None:
-            if create or os.path.isdir(folder):   # a missing folder holds no entry to refuse
-                warn_once(log, f"not using cache folder {folder}: {reason}")
-            return False
-        return True
 
     # -- memory layer --
     def _memory_get(self, digest: str) -> bytes | None:
@@ -215,10 +209,11 @@ class Cache:
     def _disk_get(self, key: CacheKey) -> bytes | None:
         if not self.enabled:
             return None
-        secret = self._secret()
+        root = self._root()
+        secret = self._secret(root)
         if secret is None:
             return None
-        path = self._path(key)
+        path = self._path(key, root)
         try:
             fh = open(path, "rb")
         except FileNotFoundError:
@@ -227,7 +222,7 @@ class Cache:
             log.warning("cache entry %s unreadable (%s); rebuilding", path, e)
             return None
         with fh:
-            if not self._checked_folder(os.path.dirname(path), create=False):
+            if not _checked_folder(os.path.dirname(path), create=False):
                 return None
             # The opened file itself is checked, so it cannot be swapped after the check.
             reason = untrusted_reason(os.fstat(fh.fileno()), "the entry")
@@ -243,30 +238,44 @@ class Cache:
             log.warning("ignoring cache entry %s: %s; it will be rebuilt", path, reason)
         return payload
 
-    def _disk_put(self, key: CacheKey, value: bytes) -> None:
+    def _disk_put(self, key: CacheKey, value: bytes, retry: bool = True) -> None:
         if not self.enabled:
             return
-        secret = self._secret()
-        if secret is None:
-            return
-        path = self._path(key)
+        root = self._root()
+        path = self._path(key, root)
         folder = os.path.dirname(path)
-        if not self._checked_folder(folder):
+        if folder not in _checked_folders:
+            # A folder this process has not written to yet: the root may have been
+            # removed since it was checked, so check it (and read its secret) again.
+            with _trust_lock:
+                _secrets.pop(root, None)
+        secret = self._secret(root)
+        if secret is None or not _checked_folder(folder):
             return
         try:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)   # mode 0600
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(_encode_entry(key, value, secret))
-                # Replaces a refused entry too: the folder is ours, whoever owned the file.
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+        except FileNotFoundError:
+            if retry:   # the folder was removed since it was checked: make it again
+                _forget_checks(root)
+                self._disk_put(key, value, retry=False)
+                return
+            log.warning("could not write cache entry %s: its folder is gone", path)
+            return
         except OSError as e:  # a read-only or full disk must not fail a build
+            log.warning("could not write cache entry %s: %s", path, e)
+            return
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(_encode_entry(key, value, secret))
+            # Replaces a refused entry too: the folder is ours, whoever owned the file.
+            os.replace(tmp, path)
+        except BaseException as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if not isinstance(e, OSError):
+                raise
             log.warning("could not write cache entry %s: %s", path, e)
 
     # -- public --
@@ -364,6 +373,7 @@ class Cache:
             self._last_keys.clear()
         removed = 0
         root = self.directory
+        _forget_checks(self._root())
         if root.is_dir():
             for path in list(root.glob("*/*")):
                 if path.suffix == self._suffix or path.name.startswith(".tmp-"):
@@ -378,6 +388,30 @@ class Cache:
                 except OSError:
                     pass
         return removed
+
+
+def _checked_folder(folder: str, create: bool = True) -> bool:
+    """Whether the cache folder ``folder`` is private (made 0700 if ``create`` and
+    missing); a refusal is warned once."""
+    if folder in _checked_folders:
+        return True
+    reason = private_dir(folder, create)
+    if reason is None:
+        with _trust_lock:
+            _checked_folders.add(folder)
+        return True
+    if create or os.path.isdir(folder):   # a missing folder holds no entry to refuse
+        warn_once(log, f"not using cache folder {folder}: {reason}")
+    return False
+
+
+def _forget_checks(root: str) -> None:
+    """Once folders under ``root`` were removed (``clear``, or by hand while running),
+    they are made and checked again, and the secret read again."""
+    with _trust_lock:
+        _secrets.pop(root, None)
+        _checked_folders.difference_update(
+            [f for f in _checked_folders if f.startswith(root + os.sep)])
 
 
 def _entry_hmac(secret: bytes, key_digest: str, size: int, checksum: str) -> str:

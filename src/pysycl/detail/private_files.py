@@ -65,20 +65,39 @@ def private_dir(path: str | os.PathLike, create: bool = True) -> str | None:
     True
     """
     path = os.fspath(path)
-    if create:
+    try:
+        st = os.stat(path)     # one call where the folder is there, as on every cache hit
+    except FileNotFoundError:
+        if not create:
+            return f"{path} does not exist"
         try:
-            # The new leaf gets 0700 (the umask can only take bits away); missing
-            # parents get the usual mode, as ~/.cache would.
-            os.makedirs(path, mode=0o700, exist_ok=True)
+            _make_dirs_0700(path)
+            st = os.stat(path)
         except OSError as e:
             return f"cannot create {path} ({e.strerror or e})"
-    try:
-        st = os.stat(path)
     except OSError as e:
         return f"cannot read {path} ({e.strerror or e})"
     if not stat.S_ISDIR(st.st_mode):
         return f"{path} is not a folder"
     return untrusted_reason(st, path)
+
+
+def _make_dirs_0700(path: str) -> None:
+    """``os.makedirs`` giving every folder it makes mode 0700 (``makedirs`` gives its
+    ``mode`` to the last one only; the umask can only take bits away)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:   # another process made it meanwhile
+            if not os.path.isdir(folder):
+                raise
 
 
 def private_secret(path: str | os.PathLike) -> bytes:
