@@ -28,6 +28,7 @@ import time
 CHECKS_OWNERS = hasattr(os, "getuid")
 SECRET_BYTES = 32
 _OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+CACHE_LOG = logging.getLogger("pysycl.cache")
 
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
@@ -165,9 +166,6 @@ def warn_once(logger: logging.Logger, message: str) -> None:
             return
         _warned.add(message)
     logger.warning("%s", message)
-
-
-CACHE_LOG = logging.getLogger("pysycl.cache")
 
 
 def checked_cache_root(root: str | os.PathLike) -> bool:
