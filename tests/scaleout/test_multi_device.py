@@ -147,3 +147,15 @@ def test_two_queues_on_one_gpu_share_memory(rng):
     out = np.empty_like(x)
     q0.memcpy(out, b, x.nbytes).wait()
     np.testing.assert_allclose(out, 3 * x, rtol=1e-6)
+
+
+@pytest.mark.cuda
+def test_cuda_memory_knows_its_gpu():
+    devices, why = device_pair("cuda")
+    if devices is None:
+        pytest.skip(why)
+    for ordinal, dev in enumerate(devices):
+        q = sycl.queue(dev)
+        a = sycl.malloc_device(1024, np.float32, q)
+        assert dev.driver.pointer_ordinal(a.ptr) == ordinal
+        assert a.__dlpack_device__()[1] == ordinal

@@ -784,7 +784,7 @@ class CudaDriver(Driver):
             if res[0] != 0:
                 _fail(res[0], f"copy of {nbytes} bytes")
         del keep_d, keep_s
-        return self._done(stream, begun)
+        return self._copy_done(stream, begun)
 
     def _peer_copy(self, stream: CudaStream, dst, d: int, src, s: int, nbytes: int):
         """Device memory of one GPU to another's, in stream order: straight over the
@@ -796,7 +796,13 @@ class CudaDriver(Driver):
         begun = self._begin(stream)
         self._ok(cu.cuMemcpyPeerAsync(d, dst.device.context, s, src.device.context,
                                       nbytes, stream.handle), f"peer copy of {nbytes} bytes")
-        return self._done(stream, begun)
+        return self._copy_done(stream, begun)
+
+    def _copy_done(self, stream: CudaStream, begun) -> CudaToken:
+        """A copy's token: an event of its own, so waiting for a copy (halo rows, say)
+        does not wait for kernels queued behind it, as a stream's token would; launches
+        keep the stream token, which costs no event on the launch path."""
+        return self.record_event(stream) if begun is None else self._done(stream, begun)
 
     def peer_access(self, src: CudaDevice, dst: CudaDevice) -> bool:
         """Whether ``dst``'s context may read ``src``'s memory directly: asked of the
@@ -1023,7 +1029,9 @@ class CudaDriver(Driver):
     def pointer_ordinal(self, ptr: int) -> int | None:
         """The ordinal of the GPU that owns CUDA memory at ``ptr`` (device or managed
         memory), or None for pinned host memory. ``errc.invalid`` when ``ptr`` is no
-        CUDA memory at all."""
+        CUDA memory at all. (The device is found through the memory's context:
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL read 0 for a second GPU's memory on a
+        CUDA 13 driver.)"""
         attr = cu.CUpointer_attribute
         err, mtype = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
         if err != 0:
@@ -1031,6 +1039,13 @@ class CudaDriver(Driver):
                             f"({_error_text(err)})")
         if int(mtype) == int(cu.CUmemorytype.CU_MEMORYTYPE_HOST):
             return None
+        err, ctx = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_CONTEXT, ptr)
+        if err == 0 and int(ctx):
+            _call(cu.cuCtxPushCurrent, ctx)
+            try:
+                return int(_call(cu.cuCtxGetDevice))
+            finally:
+                _call(cu.cuCtxPopCurrent)
         err, ordinal = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
         return int(ordinal) if err == 0 else None
 
