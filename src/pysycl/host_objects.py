@@ -12,14 +12,22 @@ True
 """
 from __future__ import annotations
 
+import os
+import sys
 
 import numpy as np
 
 from .detail import capture_definition_site, get_unique_id
 from .errors import errc, exception
-from .properties import as_properties
+from .properties import properties_for
 from .spec_values import value_bytes
 from .types import as_dtype
+
+
+def _caller_line() -> str:
+    """``file:line`` of the user code that called the constructor (for messages)."""
+    frame = sys._getframe(2)
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 class _Identifiable:
@@ -81,7 +89,10 @@ class device_global(_Identifiable):
     def __init__(self, dtype, properties=None):
         super().__init__()
         self.dtype = as_dtype(dtype)
-        self.properties = as_properties(properties)
+        # Only device_global properties: a kernel or argument property here would be
+        # dropped silently.
+        self.properties = properties_for(properties, "global_variable",
+                                         f"sycl.device_global at {_caller_line()}")
 
     @property
     def nbytes(self) -> int:

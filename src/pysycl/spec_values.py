@@ -18,6 +18,7 @@ import numpy as np
 
 from .detail import get_unique_id
 from .errors import errc, exception
+from .types import vec_size
 
 
 def to_numpy_value(value: Any, dtype: np.dtype) -> Any:
@@ -36,6 +37,9 @@ def to_numpy_value(value: Any, dtype: np.dtype) -> Any:
             return tuple(to_numpy_value(v, dtype.fields[n][0]) for n, v in zip(dtype.names, value))
         return value
     base, _shape = dtype.subdtype
+    if vec_size(dtype) == 3 and isinstance(value, (tuple, list, np.ndarray)) and len(value) == 3:
+        # C++ vec<T, 3> takes three values; the fourth lane is padding (zero).
+        value = [*value, 0]
     if isinstance(value, (tuple, list)):
         return [to_numpy_value(v, base) for v in value]
     return value

@@ -156,6 +156,44 @@ def test_copy_count_start_index_and_memcpy_offset(queue):
     assert _read(queue, ranges, I32, 4).tolist() == [5, 9, 8, 77]
 
 
+positional = sycl.device_global(np.dtype((np.float64, 16)))
+
+
+def test_queue_shortcuts_take_offset_and_events_positionally(queue):
+    """SYCL 2020's queue shortcuts for device_global: memcpy(dest, src, num_bytes,
+    offset[, events]) and copy(src, dest, count, start_index[, events]), both ways."""
+    rng = np.random.default_rng(17)
+    whole = rng.standard_normal(16)
+    queue.memcpy(positional, whole).wait()
+    part = rng.standard_normal(5)
+    ev = queue.memcpy(positional, part, 5 * 8, 3 * 8)                   # to, offset 3
+    got = np.zeros(4)
+    queue.memcpy(got, positional, 4 * 8, 6 * 8, ev).wait()              # from, after ev
+    expect = whole.copy()
+    expect[3:8] = part
+    np.testing.assert_array_equal(got, expect[6:10])
+    more = rng.standard_normal(2)
+    ev = queue.copy(more, positional, 2, 14)                            # to, start 14
+    tail = np.zeros(3)
+    queue.copy(positional, tail, 3, 13, [ev]).wait()                    # from, after [ev]
+    expect[14:16] = more
+    np.testing.assert_array_equal(tail, expect[13:16])
+    # the USM forms: events in the offset's place
+    src = sycl.malloc_shared(16, np.float64, queue)
+    try:
+        np.asarray(src)[:] = rng.standard_normal(16)
+        filled = queue.fill(src, 2.5, 8)
+        out = np.zeros(16)
+        queue.memcpy(out, src, 16 * 8, filled).wait()
+        np.testing.assert_array_equal(out[:8], 2.5)
+        np.testing.assert_array_equal(out[8:], np.asarray(src)[8:])
+    finally:
+        sycl.free(src, queue)
+    with pytest.raises(sycl.exception) as err:
+        queue.memcpy(got, positional, 8, ev, depends_on=[ev])
+    assert err.value.code() == sycl.errc.invalid
+
+
 @pytest.mark.parametrize("call", [
     lambda q: q.copy(np.zeros(2, I32), ranges, count=2, start_index=3),
     lambda q: q.copy(np.zeros(5, I32), ranges),

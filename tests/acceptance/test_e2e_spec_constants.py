@@ -565,3 +565,45 @@ def test_compat_program(queue):
         assert list(np.asarray(out)) == [9 * i for i in range(n)]
     finally:
         sycl.free(out, queue)
+
+
+# vec<T, 3> takes three values (its fourth lane is padding) -----------------------------
+_VEC3_DEFAULT = np.random.default_rng(31).standard_normal(3).astype(np.float32)
+vec3_default_id = sycl.specialization_id(sycl.vec(np.float32, 3), tuple(_VEC3_DEFAULT))
+vec3_set_id = sycl.specialization_id(sycl.vec(np.int32, 3), (1, 2, 3))
+
+
+@sycl.kernel
+def read_vec3(h: sycl.kernel_handler, f: sycl.global_ptr[np.float32],
+              i: sycl.global_ptr[np.int32]):
+    a = h.get_specialization_constant(vec3_default_id)
+    b = h.get_specialization_constant(vec3_set_id)
+    for k in range(3):
+        f[k] = a[k]
+        i[k] = b[k]
+
+
+def test_vec3_spec_constant_takes_three_values(queue, rng):
+    assert np.frombuffer(vec3_default_id.default_bytes, np.float32)[3] == 0
+    ints = rng.integers(-10 ** 6, 10 ** 6, 3).astype(np.int32)
+    f, i = sycl.malloc_shared(3, np.float32, queue), sycl.malloc_shared(3, np.int32, queue)
+    try:
+        def cgf(cgh):
+            cgh.set_specialization_constant(vec3_set_id, ints)     # three values, an array
+            assert cgh.get_specialization_constant(vec3_set_id)[:3].tolist() == ints.tolist()
+            cgh.single_task(read_vec3, f, i)
+        queue.submit(cgf).wait()
+        np.testing.assert_array_equal(np.asarray(f), _VEC3_DEFAULT)
+        np.testing.assert_array_equal(np.asarray(i), ints)
+        # On an input bundle too, as a tuple of three.
+        kb = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.input, kernel=read_vec3)
+        kb.set_specialization_constant(vec3_set_id, tuple(int(v) for v in ints[::-1]))
+        queue.submit(lambda cgh: (cgh.use_kernel_bundle(sycl.build(kb)),
+                                  cgh.single_task(read_vec3, f, i))).wait()
+        np.testing.assert_array_equal(np.asarray(i), ints[::-1])
+    finally:
+        sycl.free(f, queue)
+        sycl.free(i, queue)
+    with pytest.raises(sycl.exception) as err:       # two values are not a vec<T, 3>
+        sycl.specialization_id(sycl.vec(np.float32, 3), (1.0, 2.0))
+    assert err.value.code() == sycl.errc.invalid

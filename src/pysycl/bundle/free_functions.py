@@ -22,6 +22,13 @@ from .linker import (build_for_devices, default_linked_kernel, group_by_target, 
 from .sources import input_image, input_images, object_image, skipping_failures
 
 
+def _build_properties(props, what: str):
+    """``props`` checked to be build properties (a kernel or device_global property
+    given to compile/link/build would otherwise be ignored)."""
+    from ..properties import properties_for
+    return properties_for(props, "build", f"sycl.{what}")
+
+
 def _state(state) -> bundle_state:
     if isinstance(state, bundle_state):
         return state
@@ -164,6 +171,7 @@ def compile(kb: kernel_bundle, devices=None, properties=None) -> kernel_bundle: 
     """Input bundle -> object bundle (4.11.11); spec-constant values are carried."""
     if not isinstance(kb, kernel_bundle) or kb.state is not bundle_state.input:
         raise exception(errc.invalid, "compile needs an input kernel_bundle")
+    _build_properties(properties, "compile")
     devs = _check_devices(kb.get_devices() if devices is None else devices, kb.get_devices(),
                           "the kernel_bundle")
     _check_online_tools(bundle_state.input, devs)
@@ -198,6 +206,7 @@ def link(bundles, devices=None, properties=None) -> kernel_bundle:
     A duplicate kernel or exported symbol, or an unresolved import, fails the link
     (``errc.build``, naming the symbol).
     """
+    _build_properties(properties, "link")
     if isinstance(bundles, kernel_bundle):
         bundles = [bundles]
     bundles = list(bundles)
@@ -262,6 +271,7 @@ def build(kb: kernel_bundle, devices=None, properties=None) -> kernel_bundle:
     """Input bundle -> executable bundle: ``link(compile(kb))`` (4.11.11)."""
     if not isinstance(kb, kernel_bundle) or kb.state is not bundle_state.input:
         raise exception(errc.invalid, "build needs an input kernel_bundle")
+    _build_properties(properties, "build")
     obj = compile(kb, devices, properties)
     return link([obj], obj.get_devices(), properties)
 

@@ -293,8 +293,12 @@ class Launcher:
         """Kernel properties given at launch: combined with the kernel's own (a
         different value is ``errc.invalid``), then checked against the device
         (``errc.kernel_not_supported``)."""
-        from ..properties import as_properties
-        extra = {p.meta_name: p.meta_value for p in as_properties(launch_properties)
+        from ..properties import properties_for
+        # Kernel properties and the build's spec-constant lowering; a device_global or
+        # argument property at a launch is an error, not ignored.
+        plist = properties_for(launch_properties, ("kernel", "build"),
+                               f"the launch of kernel {self.kernel_id.get_name()}")
+        extra = {p.meta_name: p.meta_value for p in plist
                  if p.meta_name is not None and getattr(p, "category", None) == "kernel"}
         if not extra:
             return

@@ -98,7 +98,7 @@ class ImageBuilder:
                 env[info.name] = SpecPlaceholder(info.name, T.type_from_dtype(info.dtype),
                                                  info.spec_id)
                 continue
-            p = Param(info.name, ty, ir_properties(info))
+            p = Param(info.name, ty, ir_properties(info, kfn.name))
             params.append(p)
             env[info.name] = p.value
         func = Function(kfn.name, "kernel", params, T.VOID, None, _loc(parsed),

@@ -20,7 +20,7 @@ import threading
 
 from ..errors import errc, exception, hide_compiler_frames
 from ..ir.core import Module
-from ..properties import as_properties
+from ..properties import properties_for
 from . import registry
 from .source import ParsedFunction, parse_function
 
@@ -38,7 +38,10 @@ class _FrontendFunction:
         self.module_name: str = fn.__module__
         self.qualname: str = fn.__qualname__
         self.name: str = name or self._default_name()
-        self.properties = as_properties(properties)
+        # Kernel properties only (SYCL 2020 4.5.4): device_image_scope on a kernel, or an
+        # argument property, would otherwise be dropped without a word.
+        self.properties = properties_for(properties, "kernel",
+                                         f"@sycl.{self._pysycl_function_kind} {self.name}")
         self._lock = threading.RLock()
         self._cache: dict[str, object] = {}
 

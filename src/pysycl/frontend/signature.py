@@ -32,7 +32,7 @@ import numpy as np
 from .. import types as pt
 from .._records import FrozenValue
 from ..ir import types as T
-from ..properties import POINTER_ANNOTATION, annotation_string, as_properties, to_meta
+from ..properties import POINTER_ANNOTATION, annotation_string, properties_for, to_meta
 from .diagnostics import error_at
 from .source import ParsedFunction, closure_vars
 
@@ -179,11 +179,15 @@ def ir_type(info: ParamInfo) -> T.Type | None:
     return T.type_from_dtype(info.dtype)
 
 
-def ir_properties(info: ParamInfo) -> dict[str, str]:
-    """Meta name -> value of the parameter's compile-time properties (sycl_ext_oneapi_properties)."""
+def ir_properties(info: ParamInfo, kernel_name: str = "") -> dict[str, str]:
+    """Meta name -> value of the parameter's compile-time properties
+    (sycl_ext_oneapi_properties); a property of another kind of object (a kernel's, a
+    device_global's) is ``errc.invalid`` naming it and the parameter."""
     if info.properties is None:
         return {}
-    props = as_properties(info.properties)
+    categories = ("kernel_arg",) if info.kind == "accessor" else ("kernel_arg", "pointer")
+    props = properties_for(info.properties, categories,
+                           f"parameter {info.name} of kernel {kernel_name}".rstrip())
     meta = to_meta(props)
     if info.annotated and meta:   # the codegen emits llvm.ptr.annotation with this string
         meta[POINTER_ANNOTATION] = annotation_string(props)

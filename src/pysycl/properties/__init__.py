@@ -10,8 +10,8 @@ of its category and copies their ``meta_name``/``meta_value`` pairs into IR:
 """
 from .aspects import aspect, to_aspect
 from .base import (CATEGORIES, POINTER_ANNOTATION, annotation_string, as_properties,
-                   from_meta, lookup_property, meta_string, properties, registered_properties,
-                   singleton_property, to_meta)
+                   from_meta, lookup_property, meta_string, properties, properties_for,
+                   registered_properties, singleton_property, to_meta)
 from .kernel import (device_has, max_linear_work_group_size, max_work_group_size,
                      sub_group_size, work_group_size, work_group_size_hint)
 from .arguments import alignment, no_init, no_init_key, restrict, restrict_key
@@ -32,7 +32,7 @@ __all__ = [
     "host_access_write", "implement_in_csr", "implement_in_csr_off",
     "implement_in_csr_on", "init_mode", "init_mode_enum", "lookup_property",
     "max_linear_work_group_size", "max_work_group_size", "meta_string", "no_init",
-    "no_init_key", "properties", "property", "property_list", "registered_properties",
-    "restrict", "restrict_key", "singleton_property", "spec_constant_lowering",
-    "sub_group_size", "to_aspect", "to_meta", "work_group_size", "work_group_size_hint",
+    "no_init_key", "properties", "properties_for", "property", "property_list",
+    "registered_properties", "restrict", "restrict_key", "singleton_property",
+    "spec_constant_lowering", "sub_group_size", "to_aspect", "to_meta", "work_group_size", "work_group_size_hint",
 ]

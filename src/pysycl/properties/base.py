@@ -139,7 +139,14 @@ class property:
         if self._value is None:
             return name
         args = self._value if isinstance(self._value, tuple) else (self._value,)
-        return f"{name}({', '.join(repr(a) for a in args)})"
+        return f"{name}({', '.join(_arg_repr(a) for a in args)})"
+
+
+def _arg_repr(value) -> str:
+    """An argument as the user writes it (``host_access_mode.read``, not its enum repr)."""
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value)
 
 
 class singleton_property(property):
@@ -276,6 +283,37 @@ def as_properties(props: "properties | Iterable[property] | property | None") ->
     if isinstance(props, (list, tuple, set, frozenset)):
         return properties(*props)
     raise exception(errc.invalid, f"{props!r} is not a sycl.properties list")
+
+
+#: What each category is, in the words of an error message.
+CATEGORY_WORDS = {
+    "kernel": "kernels", "kernel_arg": "kernel arguments", "global_variable": "device_global",
+    "pointer": "annotated pointers", "build": "sycl.build/compile/link",
+    "accessor": "accessors", "queue": "sycl.queue", "buffer": "sycl.buffer",
+    "context": "sycl.context",
+}
+
+
+def properties_for(props, categories, owner: str) -> properties:
+    """``props`` (None, a property, a list, a property list) as a list, checked for
+    ``owner`` (``"kernel m.k"``, ``"sycl.device_global at f.py:3"``): every property
+    must apply to one of ``categories``; one that does not is ``errc.invalid`` naming
+    both (SYCL 2020 4.5.4: a property of another kind of object is an error).
+
+    >>> from pysycl.properties import restrict
+    >>> properties_for(restrict, ("global_variable",), "sycl.device_global x")
+    Traceback (most recent call last):
+    pysycl.errors.exception: sycl.device_global x does not take the property restrict (it applies to kernel arguments, annotated pointers)
+    """
+    if isinstance(categories, str):
+        categories = (categories,)
+    plist = as_properties(props)
+    for p in plist:
+        if not p.categories & set(categories):
+            where = ", ".join(CATEGORY_WORDS.get(c, c) for c in sorted(p.categories))
+            raise exception(errc.invalid, f"{owner} does not take the property {p!r} "
+                            f"(it applies to {where})")
+    return plist
 
 
 def to_meta(props) -> dict[str, str]:

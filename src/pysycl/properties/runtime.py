@@ -17,7 +17,7 @@ import contextlib
 
 from ..errors import errc, exception
 from .arguments import no_init
-from .base import as_properties, properties, singleton_property
+from .base import as_properties, properties, properties_for, singleton_property
 from .base import property as property_base
 
 
@@ -124,17 +124,6 @@ def property_list(props=()) -> properties:
     """``sycl.property_list([p1, p2])`` (also ``property_list(p1)``): a property list, the
     same object as ``sycl.properties(p1, p2)``."""
     return as_properties(list(props) if isinstance(props, (list, tuple)) else props)
-
-
-def properties_for(props, category: str, owner: str) -> properties:
-    """``props`` (None, a property, a list, a property list) checked for ``owner``
-    (``sycl.queue``...): every property must apply to a ``category`` object."""
-    plist = as_properties(props)
-    for p in plist:
-        if category not in p.categories:
-            raise exception(errc.invalid, f"{owner} does not take the property "
-                            f"{p!r} (it applies to: {', '.join(sorted(p.categories))})")
-    return plist
 
 
 def queue_properties(props, in_order_kw: bool, profiling_kw: bool) -> properties:

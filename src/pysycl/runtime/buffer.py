@@ -399,6 +399,7 @@ class accessor:
         self._mem, self._base, self._dtype = buf._mem, buf._base, buf.dtype
         self._shape = buf.shape or (1,)
         self.mode = _mode(mode)
+        rt_props.properties_for(properties, "accessor", "sycl.accessor")
         self.properties = properties
         self.no_init = _has_no_init(properties)
         if self.no_init and self.mode is _READ:
@@ -486,6 +487,7 @@ class host_accessor:
                             f"{type(buf).__name__}")
         mode, properties, range, offset = _access_args(args, mode, properties, range, offset,
                                                        "sycl.host_accessor")
+        rt_props.properties_for(properties, "accessor", "sycl.host_accessor")
         self.mode = _mode(mode)
         shape = buf.shape or (1,)
         self._range, self._offset = _check_box(shape, range, offset, "sycl.host_accessor")

@@ -73,6 +73,19 @@ def _spec_key(spec):
         return _NO_CACHE  # not bytes: do not cache
 
 
+
+def _events_in_place(value, default, depends_on):
+    """``(value, depends_on)`` where a positional ``value`` may be the dependency events
+    of SYCL's shortcut overloads (an event or a list of events) instead."""
+    is_events = isinstance(value, event) or (
+        isinstance(value, (list, tuple)) and value and all(isinstance(e, event) for e in value))
+    if not is_events:
+        return value, depends_on
+    if depends_on is not None:
+        raise exception(errc.invalid, "dependency events given twice (positionally and as "
+                        "depends_on=)")
+    return default, value
+
 class queue:
     """``sycl.queue(dev_or_selector=None, context=None, *, in_order=False,
     enable_profiling=False, async_handler=None, native_stream=None)``.
@@ -311,22 +324,29 @@ class queue:
                 fast = False
         self._fast[kernel] = fast
 
-    def memcpy(self, dst, src, num_bytes=None, *, depends_on=None, **kw) -> event:
+    def memcpy(self, dst, src, num_bytes=None, offset=0, depends_on=None) -> event:
+        """SYCL 2020's ``memcpy(dest, src, num_bytes[, offset][, dep_events])``: ``offset``
+        (bytes) applies to a device_global side; events may stand in its place, as in
+        the USM forms ``memcpy(dest, src, num_bytes, dep_events)``."""
+        offset, depends_on = _events_in_place(offset, 0, depends_on)
         cgh = self._shortcut(depends_on)
-        cgh.memcpy(dst, src, num_bytes, **kw)
+        cgh.memcpy(dst, src, num_bytes, offset)
         return self._enqueue(cgh)
 
-    def copy(self, src, dst, count=None, *, depends_on=None, **kw) -> event:
+    def copy(self, src, dst, count=None, start_index=0, depends_on=None) -> event:
+        """SYCL 2020's ``copy(src, dest, count[, start_index][, dep_events])``:
+        ``start_index`` (elements) applies to a device_global side."""
+        start_index, depends_on = _events_in_place(start_index, 0, depends_on)
         cgh = self._shortcut(depends_on)
-        cgh.copy(src, dst, count, **kw)
+        cgh.copy(src, dst, count, start_index)
         return self._enqueue(cgh)
 
-    def fill(self, dst, value, count=None, *, depends_on=None) -> event:
+    def fill(self, dst, value, count=None, depends_on=None) -> event:
         cgh = self._shortcut(depends_on)
         cgh.fill(dst, value, count)
         return self._enqueue(cgh)
 
-    def memset(self, dst, byte, num_bytes=None, *, depends_on=None) -> event:
+    def memset(self, dst, byte, num_bytes=None, depends_on=None) -> event:
         cgh = self._shortcut(depends_on)
         cgh.memset(dst, byte, num_bytes)
         return self._enqueue(cgh)
