@@ -79,6 +79,50 @@ def usable_cores() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+DEFAULT_MAX_PROGRAMS = 256
+
+
+def max_programs() -> int:
+    """``PYSYCL_MAX_PROGRAMS``: how many loaded programs (native objects JIT-linked into
+    the process, OpenCL or CUDA programs) stay loaded, least recently used unloaded
+    first; also the bound on the launchers and executable images kept per
+    specialization-constant value set. Default 256 (a native program takes ~140 KiB).
+
+    >>> max_programs() >= 1
+    True
+    """
+    raw = os.environ.get("PYSYCL_MAX_PROGRAMS")
+    if not raw:
+        return DEFAULT_MAX_PROGRAMS
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    raise exception(errc.invalid, f"PYSYCL_MAX_PROGRAMS={raw!r}: expected a positive integer")
+
+
+DEFAULT_LITERAL_SPEC_BUILDS = 16
+
+
+def literal_spec_builds() -> int:
+    """``PYSYCL_LITERAL_SPEC_BUILDS``: how many value sets of one kernel get a build of
+    their own with the values folded in (literal lowering, the default where code is
+    made after the values are known); later value sets of that kernel share one build
+    that reads them from the spec-constant buffer (emulated lowering). Default 16.
+    A kernel whose values change all the time is then built once more, not per value:
+    each build costs tens of milliseconds and memory the code generator never gives
+    back. ``spec_constant_lowering("literal")`` asks for literal builds regardless.
+
+    >>> literal_spec_builds() >= 0
+    True
+    """
+    raw = os.environ.get("PYSYCL_LITERAL_SPEC_BUILDS")
+    if not raw:
+        return DEFAULT_LITERAL_SPEC_BUILDS
+    if raw.isdigit():
+        return int(raw)
+    raise exception(errc.invalid, f"PYSYCL_LITERAL_SPEC_BUILDS={raw!r}: expected a "
+                    "non-negative integer")
+
+
 def cuda_libdevice() -> str | None:
     return os.environ.get("PYSYCL_LIBDEVICE") or None
 

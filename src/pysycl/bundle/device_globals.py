@@ -99,6 +99,21 @@ class DeviceGlobalInstance:
                 e.write(stream, 0, memoryview(self.shadow))
             self.owner = e
 
+    def program_evicted(self, program) -> None:
+        """``program`` is about to be unloaded (bundle/programs.py): its copy of the
+        variable, if it holds the device's value, becomes the host copy, which the next
+        program to run with the variable is given."""
+        with self.lock:
+            e = next((e for e in self.programs if e.program is program), None)
+            if e is None:
+                return
+            if self.image_scope or self.owner is e:
+                e.read(None, 0, memoryview(self.shadow))
+                self.dirty = True
+            if self.owner is e:
+                self.owner = None
+            self.programs.remove(e)
+
     # Host copies ----------------------------------------------------------------------
     def check_host_copy(self) -> None:
         """``errc.invalid`` when a device_image_scope variable is in several images."""
@@ -131,6 +146,12 @@ class DeviceGlobalInstance:
                 self.dirty = True
             else:
                 t.write(stream, offset, data)
+
+
+def program_evicted(program) -> None:
+    """Save the device_global values ``program`` holds before it is unloaded."""
+    for inst in list(_instances.values()):
+        inst.program_evicted(program)
 
 
 def instance(device, uid: str, nbytes: int, image_scope: bool,

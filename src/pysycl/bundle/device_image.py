@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from ..errors import errc, exception
 from ..ir.core import Function, Module
 from . import property_sets as ps
-from . import stats, toolchain
+from . import programs, stats, toolchain
 from .cache import device_code_cache
 from ..detail.symbols import device_global_symbol
 from .kernel_id import kernel_id, kernel_id_by_name, to_kernel_ids
@@ -61,7 +61,6 @@ class device_image:
         self._spec_values = spec_values         # literal images: the buffer they were built for
         self._llvm = llvm
         self._target_obj = target_obj
-        self._programs: dict[Any, Any] = {}
         self._load_lock = threading.Lock()
         # Warm start (warm_index.py): an image made from the source index has no IR
         # until something asks for it; ``materialize()`` makes it (through the
@@ -187,28 +186,31 @@ class device_image:
         return kernels[0] if len(kernels) == 1 and kid in self._kernel_ids else None
 
     def program(self, device, native_values: dict[int, bytes] | None = None,
-                ctx_handle=None):
+                ctx_handle=None, holder=None):
         """The program loaded through ``device``'s driver (once per device, driver
-        context and native spec-constant value set; lazily, at first launch).
-        ``ctx_handle``: a user-made context's driver context (None: the default one)."""
-        key = (device, tuple(sorted((native_values or {}).items())), ctx_handle)
-        prog = self._programs.get(key)
+        context and native spec-constant value set; lazily, at first launch), kept in
+        the process's bounded set of loaded programs (``programs.py``): a program
+        evicted from it is loaded again when asked for. ``ctx_handle``: a user-made
+        context's driver context (None: the default one). ``holder``: told through
+        ``forget_program`` when the program is evicted."""
+        key = (self, device, tuple(sorted((native_values or {}).items())), ctx_handle)
+        prog = programs.loaded.lookup(key, holder)
         if prog is not None:
             return prog
         with self._load_lock:
-            prog = self._programs.get(key)
+            prog = programs.loaded.lookup(key, holder)
             if prog is None:
                 if self._binary is None:
                     raise exception(errc.invalid, "only executable images can be loaded")
                 driver = toolchain.driver_for(device)
                 stats.bump("load_count")
                 code_cache = device_code_cache() if driver.compiles_at_load else None
+                globals_ = tuple(self._registry.get(ps.DEVICE_GLOBALS, {}))
                 prog = driver.load(toolchain.device_description(device), self._binary,
                                    self.kernel_names, native_values or None,
-                                   device_global_ids=tuple(self._registry.get(
-                                       ps.DEVICE_GLOBALS, {})),
+                                   device_global_ids=globals_,
                                    code_cache=code_cache, context=ctx_handle)
-                self._programs[key] = prog
+                programs.loaded.insert(key, prog, holder, bool(globals_))
         return prog
 
     def __repr__(self) -> str:

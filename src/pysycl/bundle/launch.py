@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import config
 from ..backends.base import KernelArg, KernelArgKind
+from ..detail.lru import LRU
 from ..errors import errc, exception
 from ..ir import check_record
 from ..ir.core import Function
@@ -33,7 +34,8 @@ from .kernel_id import get_kernel_id, kernel_id
 from .linker import (build_executable, default_linked_kernel, lowering_from_properties,
                      warm_executable)
 
-_launchers: dict[tuple, "Launcher"] = {}
+# Bounded: a key holds spec-constant values, and a program may use a new value per launch.
+_launchers = LRU(config.max_programs)
 _lock = threading.Lock()
 _building: dict[tuple, threading.Lock] = {}
 
@@ -110,7 +112,7 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
                                   launch_properties, ctx_handle)
         launcher.bundle_ref = bundle
         stats.bump("launcher_builds")
-        _launchers[key] = launcher
+        _launchers.put(key, launcher)
     with _lock:
         _building.pop(key, None)
     return launcher
@@ -373,13 +375,23 @@ class Launcher:
 
     @property
     def program(self):
-        """The loaded program (through the device's driver, once, lazily)."""
-        if self._program is None:
-            prog = self.image.program(self.device, self._native_values, self.ctx_handle)
+        """The loaded program (through the device's driver, lazily; again after the
+        bounded set of loaded programs evicted it, see ``forget_program``)."""
+        prog = self._program
+        if prog is None:
+            prog = self.image.program(self.device, self._native_values, self.ctx_handle,
+                                      holder=self)
             for inst in self._dg_load:
                 inst.program_loaded(prog, self._driver)
             self._program = prog
-        return self._program
+        return prog
+
+    def forget_program(self, program) -> None:
+        """``program`` was evicted from the loaded programs (bundle/programs.py): stop
+        holding it, so it is unloaded once the launches using it return; the next
+        launch loads it again."""
+        if self._program is program:
+            self._program = None
 
     def _spec_arg(self, stream) -> KernelArg:
         arg = self._spec_kernel_arg

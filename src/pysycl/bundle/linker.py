@@ -23,6 +23,7 @@ from typing import Iterable, Mapping
 
 from .. import config
 from .._records import IdentityRecord
+from ..detail.lru import LRU
 from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
@@ -35,7 +36,9 @@ from .sources import input_image, libraries_for, object_image
 
 _lock = threading.RLock()
 _default_links: dict[int, tuple[object, "LinkedKernel"]] = {}   # id(kfn) -> (kfn, linked)
-_executables: dict[tuple, device_image] = {}
+# Executable images by (linked kernel, target, mode, literal values, devices, checks):
+# bounded, as each literal spec-constant value set is an image of its own.
+_executables = LRU(config.max_programs)
 _key_locks: dict[tuple, threading.Lock] = {}
 
 
@@ -139,6 +142,30 @@ def resolve_lowering(requested: str, target) -> str:
     return requested
 
 
+# (kernel name, target name) -> the literal value sets built so far, up to
+# config.literal_spec_builds() of them.
+_literal_sets: dict[tuple[str, str], set[bytes]] = {}
+
+
+def _lowering_for_values(requested: str, kernel: str, target, value_bytes: bytes) -> str:
+    """``resolve_lowering``, except that an ``auto`` literal build of a kernel that has
+    had ``config.literal_spec_builds()`` value sets already becomes emulated: one
+    image then serves every later value set (a value set built before stays literal,
+    so its image is found again)."""
+    mode = resolve_lowering(requested, target)
+    if mode != "literal" or requested not in (None, "auto") or not value_bytes:
+        return mode
+    key = (kernel, target.name)
+    with _lock:
+        seen = _literal_sets.setdefault(key, set())
+        if value_bytes in seen:
+            return mode
+        if len(seen) < config.literal_spec_builds():
+            seen.add(value_bytes)
+            return mode
+    return "emulated"
+
+
 def lowering_from_properties(props) -> str:
     """The ``sycl.spec_constant_lowering`` mode in a build property list (or ``auto``)."""
     if props is None:
@@ -203,9 +230,10 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
         stats.bump("warm_index_misses")
         return None
     target = toolchain.device_target(devices[0])
-    mode = resolve_lowering(mode, target)
     spec_ids = entry["_spec_ids"]
-    value_bytes = spec_ids.buffer(values) if mode == "literal" and spec_ids.ids else b""
+    value_bytes = spec_ids.buffer(values) if spec_ids.ids else b""
+    mode = _lowering_for_values(mode, kid.get_name(), target, value_bytes)
+    value_bytes = value_bytes if mode == "literal" else b""
     memo = ("warm", group, kid.get_name(), target.name, mode, value_bytes, tuple(devices),
             config.debug_checks())
     img = _executables.get(memo)
@@ -233,7 +261,10 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
         materialize=lambda: linked().module)
     img._linked_fn = linked
     with _lock:
-        img = _executables.setdefault(memo, img)
+        found = _executables.get(memo)
+        if found is not None:
+            return found
+        _executables.put(memo, img)
     return img
 
 
@@ -245,8 +276,9 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
     modes take values at load or launch time), so only those are part of the key.
     """
     target = toolchain.device_target(devices[0])
-    mode = resolve_lowering(mode, target)
-    value_bytes = lk.spec_ids.buffer(values) if mode == "literal" and lk.spec_ids.ids else b""
+    value_bytes = lk.spec_ids.buffer(values) if lk.spec_ids.ids else b""
+    mode = _lowering_for_values(mode, lk.name, target, value_bytes)
+    value_bytes = value_bytes if mode == "literal" else b""
     memo = (id(lk), target.name, mode, value_bytes, tuple(devices), config.debug_checks())
     img = _executables.get(memo)
     if img is not None:
@@ -284,8 +316,10 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
             lowering=mode, llvm=llvm_text[0] if llvm_text else None, target_obj=target,
             spec_values=value_bytes)
         img._linked = lk
-        _executables[memo] = img
-        return img
+        _executables.put(memo, img)
+    with _lock:
+        _key_locks.pop(("exe",) + memo, None)
+    return img
 
 
 def group_by_target(devices: Iterable) -> list[list]:

@@ -494,15 +494,12 @@ class Packer:
         return out, local
 
 
-_packers: dict[int, tuple] = {}
-
-
 def packer_for(launcher) -> Packer:
-    """The cached :class:`Packer` of a ``bundle.launch.Launcher`` (keyed by the object)."""
-    entry = _packers.get(id(launcher))
-    if entry is not None and entry[0] is launcher:
-        return entry[1]
-    packer = Packer(launcher.params, launcher.kernel_id.get_name(), launcher.index_kind,
-                    launcher.dims, launcher.bounds_abi)
-    _packers[id(launcher)] = (launcher, packer)
+    """The :class:`Packer` of a ``bundle.launch.Launcher``, kept on the launcher (so it
+    goes when the launcher does: launchers are bounded per spec-constant value)."""
+    packer = launcher.__dict__.get("_packer")
+    if packer is None:
+        packer = launcher._packer = Packer(launcher.params, launcher.kernel_id.get_name(),
+                                           launcher.index_kind, launcher.dims,
+                                           launcher.bounds_abi)
     return packer

@@ -32,6 +32,8 @@ import traceback
 import weakref
 from threading import get_ident as _get_ident
 
+from .. import config
+from ..detail.lru import LRU
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from . import args as args_mod
@@ -141,7 +143,9 @@ class queue:
         self._lock = threading.Lock()
         self._last = None
         self._outstanding: list = []
-        self._launchers: dict = {}
+        # Launchers by (kernel, bundle, selector, spec values, properties), bounded as the
+        # process-wide ones are (a new spec-constant value per submit adds one each).
+        self._launchers = LRU(config.max_programs)
         # kernel -> _FastLaunch (or False): the shortcut parallel_for / single_task of an
         # already-built kernel with no depends_on / properties, see _FastLaunch.
         self._fast: dict = {}
@@ -254,7 +258,7 @@ class queue:
                                    image_selector=image_selector, spec_values=spec,
                                    launch_properties=properties)
         if key is not None and key[3] is not _NO_CACHE:
-            self._launchers[key] = launcher
+            self._launchers.put(key, launcher)
         return launcher
 
     # Shortcuts (same arguments as the handler's, plus depends_on=) -----------------------
