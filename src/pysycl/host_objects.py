@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from .detail import capture_definition_site, get_unique_id
+from .detail import capture_definition_site, get_unique_id, references
 from .errors import errc, exception
 from .properties import properties_for
 from .spec_values import value_bytes
@@ -52,7 +52,13 @@ class _Identifiable:
         raise TypeError(f"{type(self).__name__} objects cannot be copied")
 
     def __reduce__(self):
-        raise TypeError(f"{type(self).__name__} objects cannot be pickled")
+        """Pickled by reference (module and name, as Python pickles functions): the
+        receiving process finds the same object by importing its module."""
+        site = self._pysycl_site
+        name = None if site.scope == "function" else \
+            references.name_of(self, site.module, site.qualname)
+        return references.reduce_by_reference(self, repr(self),
+                                              site.module, name)
 
 
 class specialization_id(_Identifiable):

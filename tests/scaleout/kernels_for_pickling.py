@@ -19,3 +19,18 @@ class Holder:
     @sycl.kernel
     def nested(it: sycl.item[1], dst: sycl.global_ptr[np.float32]):
         dst[it.get_id(0)] = np.float32(3)
+
+
+offset = sycl.specialization_id(np.float32, 1.0)
+counter = sycl.device_global(np.int32)
+
+
+@sycl.kernel
+def shifted(it: sycl.item[1], h: sycl.kernel_handler, src: sycl.global_ptr[np.float32],
+            dst: sycl.global_ptr[np.float32]):
+    i = it.get_id(0)
+    dst[i] = src[i] + h.get_specialization_constant(offset)
+
+
+class Settings:
+    gain = sycl.specialization_id(np.int32, 3)

@@ -70,3 +70,45 @@ def test_unpickling_where_the_module_is_missing_names_it(run_python):
             "    print('ERR', e.code() == sycl.errc.invalid, e)\n")
     out = run_python(code)
     assert "ERR True" in out and "kernels_for_pickling.scale" in out and "import" in out
+
+
+def test_specialization_ids_and_device_globals_pickle_by_reference():
+    for obj in (kp.offset, kp.counter, kp.Settings.gain):
+        assert pickle.loads(pickle.dumps(obj)) is obj
+
+
+def test_host_objects_without_a_module_level_name_refuse():
+    made_here = sycl.specialization_id(np.int32, 7)
+    with pytest.raises(pickle.PicklingError, match="not bound to a name at the top level"):
+        pickle.dumps(made_here)
+    with pytest.raises(pickle.PicklingError, match="not bound to a name"):
+        pickle.dumps([sycl.device_global(np.float32)])
+
+
+def _run_bundle_in_worker(payload: bytes, data: np.ndarray) -> tuple[str, np.ndarray]:
+    bundle = pickle.loads(payload)
+    q = sycl.queue()
+    a = sycl.malloc_shared(data.size, np.float32, q)
+    b = sycl.malloc_shared(data.size, np.float32, q)
+    a[:] = data
+
+    def cgf(h):
+        h.use_kernel_bundle(bundle)
+        h.parallel_for(data.size, kp.shifted, a, b)
+    q.submit(cgf).wait()
+    return bundle.state.name, b.to_numpy()
+
+
+def test_kernel_bundle_pickles_as_its_syclbin_bytes(rng, monkeypatch):
+    """An executable bundle with a spec-constant value set travels as SYCLBIN bytes and
+    runs in another process with that value."""
+    ctx = sycl.context()
+    bundle = sycl.get_kernel_bundle(ctx, sycl.bundle_state.input)
+    bundle.set_specialization_constant(kp.offset, 2.5)
+    exe = sycl.build(bundle)
+    data = rng.standard_normal(96).astype(np.float32)
+    monkeypatch.setenv("PYTHONPATH", child_env(HERE)["PYTHONPATH"])
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        state, out = pool.apply(_run_bundle_in_worker, (pickle.dumps(exe), data))
+    assert state == "executable"
+    np.testing.assert_allclose(out, data + 2.5, rtol=1e-6)

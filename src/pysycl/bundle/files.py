@@ -69,11 +69,16 @@ def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.Abstra
     return syclbin.AbstractModule(reg, irs, natives)
 
 
-def save_kernel_bundle(kb: kernel_bundle, path) -> None:
-    """Write ``kb`` (any state) to ``path`` as a SYCLBIN file (atomically)."""
+def syclbin_bytes(kb: kernel_bundle) -> bytes:
+    """``kb`` (any state) as the bytes of a SYCLBIN file."""
     state = syclbin.SyclbinState(kb.state.value)
     f = syclbin.SyclbinFile(state, [_image_module(img, kb.spec_values) for img in kb])
-    data = syclbin.write_syclbin(f)
+    return syclbin.write_syclbin(f)
+
+
+def save_kernel_bundle(kb: kernel_bundle, path) -> None:
+    """Write ``kb`` (any state) to ``path`` as a SYCLBIN file (atomically)."""
+    data = syclbin_bytes(kb)
     path = os.fspath(path)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "wb") as fh:
@@ -183,6 +188,11 @@ def load_kernel_bundle(ctx, path, state=None) -> kernel_bundle:
     except OSError as e:
         raise exception(errc.invalid, f"cannot read kernel bundle file {os.fspath(path)!r}: "
                                       f"{e.strerror}") from None
+    return kernel_bundle_from_bytes(ctx, data, state)
+
+
+def kernel_bundle_from_bytes(ctx, data: bytes, state=None) -> kernel_bundle:
+    """``load_kernel_bundle`` of a file's bytes (a pickled bundle, say)."""
     f = syclbin.read_syclbin(data)
     file_state = bundle_state(int(f.state))
     if state is not None and getattr(state, "value", state) != file_state.value:

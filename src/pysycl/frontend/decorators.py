@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib
 import pickle
 import threading
 
+from ..detail import references
 from ..errors import errc, exception, hide_compiler_frames
 from ..ir.core import Module
 from ..properties import properties_for
@@ -73,20 +73,12 @@ class _FrontendFunction:
         return (_by_reference, (self.module_name, self.qualname, self._pysycl_function_kind))
 
 
-def _lookup(module_name: str, qualname: str):
-    """The object bound to ``qualname`` in module ``module_name`` (imported if needed)."""
-    target = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
-
-
 def _reference_problem(fn: _FrontendFunction) -> str | None:
     """Why ``fn`` cannot be found again by module and qualified name, or None."""
     if "<locals>" in fn.qualname:
         return "it is defined inside a function"
     try:
-        found = _lookup(fn.module_name, fn.qualname)
+        found = references.lookup(fn.module_name, fn.qualname)
     except (ImportError, AttributeError):
         return f"{fn.qualname} is not a name in module {fn.module_name}"
     return None if found is fn else f"{fn.module_name}.{fn.qualname} is another object"
@@ -95,7 +87,7 @@ def _reference_problem(fn: _FrontendFunction) -> str | None:
 def _by_reference(module_name: str, qualname: str, kind: str):
     """Unpickle a kernel or device function: look it up in this process."""
     try:
-        found = _lookup(module_name, qualname)
+        found = references.lookup(module_name, qualname)
     except (ImportError, AttributeError) as e:
         raise exception(errc.invalid, f"@sycl.{kind} {module_name}.{qualname} is not "
                         f"importable in this process ({type(e).__name__}: {e}); the receiving "

@@ -6,6 +6,7 @@
 >>> rt.queue().get_device() == rt.device()
 True
 """
+from . import bundle_pickling  # noqa: F401 - registers kernel_bundle pickling
 from .args import check_launch
 from .buffer import accessor, buffer, host_accessor, local_accessor
 from .context import context

@@ -4,7 +4,8 @@ Queues, contexts, events, buffers and accessors stand for state of this process 
 handles, pending commands, device copies); a copy in another process would point at
 nothing. ``pickle`` gets a ``TypeError`` (also a ``sycl.exception`` with ``errc.invalid``)
 naming the object and what to send instead. ``sycl.usm_array`` pickles by value
-(``runtime/usm.py``).
+(``runtime/usm.py``); a ``sycl.kernel_bundle`` as its SYCLBIN bytes
+(``runtime/bundle_pickling.py``).
 
 >>> import pickle, pysycl as sycl
 >>> pickle.dumps(sycl.queue())
@@ -28,3 +29,4 @@ def not_picklable(what: str, instead: str):
                              f"process (driver handles, pending commands); {instead}")
     __reduce__.__qualname__ = f"{what}.__reduce__"
     return __reduce__
+
