@@ -203,6 +203,11 @@ def _halo_mode(q, memory: str, halo: str) -> str:
         return "direct" if on_gpu and cuda_aware_mpi() else "staged"
     if halo == "direct" and q.get_device().backend != sycl.backend.cuda:
         raise SystemExit("--halo direct with device memory needs a CUDA device")
+    if halo == "direct" and not cuda_aware_mpi():
+        # MPI would read device addresses as host memory: a crash, or wrong halos.
+        raise SystemExit(f"--halo direct: this MPI library ({MPI.Get_library_version()[:40]}"
+                         "...) cannot read CUDA device memory (MPIX_Query_cuda_support is "
+                         "0); use --halo staged")
     return halo
 
 
