@@ -1,8 +1,9 @@
 """The one place that names concrete backends: drivers for the runtime, compilers for bundles.
 
-Backends are imported lazily, on the first question asked of them. ``native_cpu`` is
-always there; ``opencl`` and ``cuda`` join only when their driver module imports and
-``discover()`` finds a device. Any failure of an optional backend (missing package, no
+Backends are imported lazily, on the first question asked of them (a selector that one
+of them might satisfy, ``get_devices``, ``get_platforms``): a program on the native CPU
+never loads OpenCL or CUDA. ``native_cpu`` is always there; ``opencl`` and ``cuda`` join
+only when their driver module imports and ``discover()`` finds a device. Any failure of an optional backend (missing package, no
 driver library, a broken ICD) is logged and the backend is left out: it never breaks
 ``import pysycl``.
 
@@ -30,12 +31,14 @@ log = logging.getLogger(__name__)
 BACKENDS = ("native_cpu", "opencl", "cuda")
 _OPTIONAL = frozenset({"opencl", "cuda"})
 _PACKAGE = "pysycl.backends"
+ANY_DEVICE_TYPE = frozenset({"cpu", "gpu", "accelerator"})
 
 _lock = threading.RLock()
 _drivers: dict[str, Driver | None] = {}
 _devices: dict[str, list[DeviceDescription]] = {}
 _compilers: dict[str, Compiler] = {}
 _why_absent: dict[str, str] = {}       # backend -> why it has no devices here
+_types_here: dict[str, frozenset[str]] = {}   # backend -> device_types_here() of its package
 
 
 def _find_subclass(module, base: type) -> type | None:
@@ -88,6 +91,32 @@ def get_driver(name: str) -> Driver:
     if driver is None:
         raise exception(errc.platform, f"backend {name!r} is not available on this machine")
     return driver
+
+
+def device_types_here(name: str) -> frozenset[str]:
+    """The device types backend ``name`` may offer on this machine, answered without
+    loading its runtime: a loaded backend answers from its devices; otherwise the
+    backend package's ``device_types_here()`` (a cheap look at what is installed: a
+    package, a driver library, ICD files) answers, and ``None`` from it, its absence or
+    any failure means "any type". Selectors use it to leave alone backends that cannot
+    offer a better device (``runtime.device.select_device``).
+
+    >>> device_types_here("native_cpu")
+    frozenset({'cpu'})
+    """
+    if name in _drivers:
+        return frozenset(d.device_type for d in _devices.get(name, ()))
+    types = _types_here.get(name)
+    if types is None:
+        try:
+            probe = getattr(importlib.import_module(f"{_PACKAGE}.{name}"),
+                            "device_types_here", None)
+            found = probe() if probe is not None else None
+        except Exception as e:  # a broken probe costs laziness, never a device
+            log.debug("backend %s: device-type probe failed: %s", name, e)
+            found = None
+        types = _types_here[name] = ANY_DEVICE_TYPE if found is None else frozenset(found)
+    return types
 
 
 def available_backends() -> list[str]:
@@ -249,6 +278,7 @@ def reset() -> None:
         _drivers.clear()
         _devices.clear()
         _compilers.clear()
+        _types_here.clear()
 
 
 

@@ -164,10 +164,10 @@ class device:
 
     def get_platform(self) -> platform:
         key = _platform_key(self._desc)
-        for p in platform.get_platforms():
-            if p._key == key:
-                return p
-        return platform._make(key, [self._desc])
+        # Platforms never span backends: only this device's backend is asked.
+        descs = [d for d in filters.visible_devices_of(self._desc.backend)
+                 if _platform_key(d) == key]
+        return platform._make(key, descs or [self._desc])
 
     def get_info(self, descriptor):
         """``dev.get_info(sycl.info.device.max_work_group_size)``."""
@@ -290,22 +290,48 @@ def _compute_units(value, prop, allow_zero: bool) -> int:
 
 
 def select_device(selector=None):
-    """The visible device with the highest non-negative score; ``errc.runtime`` if none."""
+    """The visible device with the highest non-negative score (ties: the first in platform
+    order); ``errc.runtime`` if none. Backends are discovered only when one of their
+    devices could score at least as high as the best so far (``selectors`` module)."""
     if selector is None:
         selector = selectors.default_selector_v
     if not callable(selector):
         raise exception(errc.invalid, f"{selector!r} is not a device selector "
                         "(a callable device -> int) nor a sycl.device")
-    best, best_score = None, -1
-    for desc in filters.visible_devices():
-        dev = device._wrap(desc)
-        score = selector(dev)
-        if score is None:
-            continue
-        if score > best_score:
-            best, best_score = dev, score
+    best, best_key = None, None
+    for position, backend in _backends_by_bound(selector):
+        bound = _bound(selector, backend)
+        if bound is not None and (bound < 0 or best_key is not None
+                                  and (bound, -position) < best_key[:2]):
+            continue    # no device of this backend can win
+        for index, desc in enumerate(filters.visible_devices_of(backend)):
+            dev = device._wrap(desc)
+            score = selector(dev)
+            if score is None or score < 0:
+                continue
+            key = (score, -position, -index)
+            if best_key is None or key > best_key:
+                best, best_key = dev, key
     if best is None:
         name = getattr(selector, "__name__", repr(selector))
         raise exception(errc.runtime, f"no device satisfies {name} among "
                         f"{len(filters.visible_devices())} visible device(s)")
     return best
+
+
+def _bound(selector, backend: str) -> int | None:
+    """The highest score ``selector`` can give a device of ``backend`` here, or None
+    when the selector cannot say (a user's selector)."""
+    upper_bound = getattr(selector, "upper_bound", None)
+    if upper_bound is None:
+        return None
+    return max((upper_bound(backend, t) for t in registry.device_types_here(backend)),
+               default=-1)
+
+
+def _backends_by_bound(selector) -> list[tuple[int, str]]:
+    """(platform position, backend) of the visible backends, the most promising first."""
+    visible = list(enumerate(filters.visible_backends()))
+    if getattr(selector, "upper_bound", None) is None:
+        return visible
+    return sorted(visible, key=lambda pb: -_bound(selector, pb[1]))

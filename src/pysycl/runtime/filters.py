@@ -79,21 +79,39 @@ def matches(terms: list[Term], backend: str, dtype: str, index: int) -> bool:
 _parsed: tuple[str | None, list[Term]] = (None, [])
 
 
-def visible_devices() -> list[DeviceDescription]:
-    """The devices of all backends that the filter lets through, in platform order."""
+def _terms() -> list[Term] | None:
+    """The parsed filter, or None when ``PYSYCL_DEVICE_SELECTOR`` is not set."""
     global _parsed
     text = config.device_selector()
     if text is None:
-        return registry.all_devices()
+        return None
     if _parsed[0] != text:
         _parsed = (text, parse(text))
-    terms = _parsed[1]
-    out = []
-    for name in registry.BACKENDS:
-        if not any(t[1] in (name, "*") for t in terms if not t[0]) and \
-                any(not t[0] for t in terms):
-            continue  # not asked for: do not even load that backend
-        for index, desc in enumerate(registry.devices_of(name)):
-            if matches(terms, name, desc.device_type, index):
-                out.append(desc)
-    return out
+    return _parsed[1]
+
+
+def visible_backends() -> list[str]:
+    """Backends the filter may let a device of through, in platform order; none is
+    loaded to answer (a backend no term asks for is never even loaded)."""
+    terms = _terms()
+    if terms is None or not any(not t[0] for t in terms):
+        return list(registry.BACKENDS)
+    return [name for name in registry.BACKENDS
+            if any(t[1] in (name, "*") for t in terms if not t[0])]
+
+
+def visible_devices_of(name: str) -> list[DeviceDescription]:
+    """The devices of backend ``name`` that the filter lets through (loads that backend
+    only)."""
+    terms = _terms()
+    if terms is None:
+        return registry.devices_of(name)
+    if name not in visible_backends():
+        return []
+    return [desc for index, desc in enumerate(registry.devices_of(name))
+            if matches(terms, name, desc.device_type, index)]
+
+
+def visible_devices() -> list[DeviceDescription]:
+    """The devices of all backends that the filter lets through, in platform order."""
+    return [desc for name in visible_backends() for desc in visible_devices_of(name)]

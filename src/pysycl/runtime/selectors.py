@@ -4,15 +4,42 @@ The default prefers a GPU, then the built-in native CPU, then other CPUs: native
 "the default where no GPU is present" because it needs no driver and
 has the cheapest launches. Ties go to the first device in platform order.
 
+The built-in selectors score a device by its backend and type alone, so each also
+answers ``upper_bound(backend, device_type)``: the score any such device would get.
+``select_device`` uses it to discover only the backends that could beat the best device
+found so far (the default selector on a machine whose only OpenCL driver is a CPU
+runtime never loads OpenCL: its CPUs score below the native CPU). The choice is the one
+scoring every device would make. A user's selector has no bound, and every backend is
+discovered for it.
+
 >>> import pysycl as sycl
 >>> sycl.device(sycl.aspect_selector(sycl.aspect.fp64)).has(sycl.aspect.fp64)
 True
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from ..properties.aspects import to_aspect
 
 
+class _Kind:
+    """Any device of one backend and type, for selectors that read nothing else."""
+
+    __slots__ = ("_desc",)
+
+    def __init__(self, backend: str, device_type: str):
+        self._desc = SimpleNamespace(backend=backend, device_type=device_type)
+
+
+def _scores_by_kind(selector):
+    """Give a selector that reads only the backend and the device type its
+    ``upper_bound(backend, device_type)``."""
+    selector.upper_bound = lambda backend, device_type: selector(_Kind(backend, device_type))
+    return selector
+
+
+@_scores_by_kind
 def default_selector_v(dev) -> int:
     """``sycl::default_selector_v``: a GPU (CUDA first), then the native CPU, then other
     CPUs and accelerators; negative scores are never chosen.
@@ -31,6 +58,7 @@ def default_selector_v(dev) -> int:
     return 0
 
 
+@_scores_by_kind
 def cpu_selector_v(dev) -> int:
     """``sycl::cpu_selector_v``: CPUs only, the native CPU before OpenCL CPUs.
 
@@ -44,6 +72,7 @@ def cpu_selector_v(dev) -> int:
     return 1000 if d.backend == "native_cpu" else 900
 
 
+@_scores_by_kind
 def gpu_selector_v(dev) -> int:
     """``sycl::gpu_selector_v``: GPUs only, ranked as :func:`default_selector_v` ranks them.
 
@@ -54,6 +83,7 @@ def gpu_selector_v(dev) -> int:
     return default_selector_v(dev) if dev._desc.device_type == "gpu" else -1
 
 
+@_scores_by_kind
 def accelerator_selector_v(dev) -> int:
     """``sycl::accelerator_selector_v``: accelerators only.
 
@@ -82,6 +112,9 @@ def aspect_selector(*aspects, deny_list=()):
         return -1
 
     select.aspects = tuple(need)
+    # Aspects are only known once a device is discovered: bounded by the default's score.
+    select.upper_bound = lambda backend, device_type: max(
+        default_selector_v.upper_bound(backend, device_type), 0)
     return select
 
 

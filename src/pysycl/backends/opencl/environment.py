@@ -174,6 +174,29 @@ def _existing_icd_files() -> list[Path]:
     return sorted(SYSTEM_VENDOR_DIR.glob("*.icd")) if SYSTEM_VENDOR_DIR.is_dir() else []
 
 
+def device_types_here() -> frozenset[str] | None:
+    """Device types the ICD loader could list, from the ICD files alone (nothing is
+    loaded): ``{"cpu"}`` when Intel's CPU runtime (CPU devices only) is the one driver,
+    None (unknown: any type) when the loader would also open another library, empty
+    when there is no driver at all.
+
+    >>> device_types_here() in (None, frozenset(), frozenset({"cpu"}))
+    True
+    """
+    if config.environ_get("OCL_ICD_FILENAMES"):
+        return None     # libraries named directly: nothing says what they offer
+    cpu_runtime = config.opencl_pypi_runtime() and find_runtime() is not None
+    for icd in _existing_icd_files():
+        try:
+            named = os.path.basename(icd.read_text().strip())
+        except OSError:
+            continue    # the loader cannot read it either
+        if named != RUNTIME_LIBRARY:
+            return None
+        cpu_runtime = True
+    return frozenset({"cpu"}) if cpu_runtime else frozenset()
+
+
 def _icd_entries(library: Path) -> dict[str, str]:
     """File name -> contents of the private vendors folder."""
     entries = {_ICD_NAME: f"{library}\n"}
