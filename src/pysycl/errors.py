@@ -62,6 +62,11 @@ class type_error(exception, TypeError):
     also a ``TypeError``."""
 
 
+class value_error(exception, ValueError):
+    """A value of the right kind that the target cannot take (a default a struct field
+    cannot hold); also a ``ValueError``."""
+
+
 class compile_error(exception):
     """An error in kernel source, shown like a Python ``SyntaxError``.
 

@@ -21,7 +21,7 @@ from .detail import capture_definition_site, get_unique_id, references
 from .errors import errc, exception
 from .properties import properties_for
 from .spec_values import value_bytes
-from .types import as_dtype
+from .types import as_dtype, default_bytes
 
 
 def _caller_line() -> str:
@@ -82,9 +82,10 @@ class specialization_id(_Identifiable):
 
 
 class device_global(_Identifiable):
-    """``sycl::ext::oneapi::experimental::device_global<T, props>``: a zero-initialised
-    global in device memory. Kernels use ``dg.get()``, ``dg.set(v)``, ``dg[i]``; the host
-    copies through queue/handler ``copy``/``memcpy``.
+    """``sycl::ext::oneapi::experimental::device_global<T, props>``: a global in device
+    memory holding T's default value at first (zero, or a ``@sycl.struct``'s field
+    defaults: C++20's value-initialising constructor). Kernels use ``dg.get()``,
+    ``dg.set(v)``, ``dg[i]``; the host copies through queue/handler ``copy``/``memcpy``.
 
     >>> device_global(np.int32).dtype
     dtype('int32')
@@ -99,6 +100,7 @@ class device_global(_Identifiable):
         # dropped silently.
         self.properties = properties_for(properties, "global_variable",
                                          f"sycl.device_global at {_caller_line()}")
+        self.initial_bytes = default_bytes(self.dtype)
 
     @property
     def nbytes(self) -> int:

@@ -2,8 +2,9 @@
 bundles, handlers and the default-value property set all use.
 
 A value converts through NumPy to the constant's dtype and is stored little-endian, with
-padding zeroed; ``None`` means zero (an unset default). ``@sycl.struct`` instances and
-nested tuples or lists fill structured dtypes field by field.
+padding zeroed; ``None`` means the type's default (zero, or a ``@sycl.struct``'s field
+defaults). ``@sycl.struct`` instances and nested tuples or lists fill structured dtypes
+field by field.
 
 >>> value_bytes(42, np.dtype("<i4")).hex()
 '2a000000'
@@ -18,37 +19,16 @@ import numpy as np
 
 from .detail import get_unique_id
 from .errors import errc, exception
-from .types import vec_size
-
-
-def to_numpy_value(value: Any, dtype: np.dtype) -> Any:
-    """``value`` in a form NumPy assigns into ``dtype``: ``@sycl.struct`` instances (also
-    nested in tuples, lists and other structs) become tuples in field order.
-
-    >>> to_numpy_value((1, 2), np.dtype([("a", "i4"), ("b", "f4")]))
-    (1, 2)
-    """
-    if isinstance(value, np.void) or dtype.fields is None and dtype.subdtype is None:
-        return value
-    if dtype.fields is not None:
-        if getattr(type(value), "__pysycl_struct__", False):
-            value = tuple(getattr(value, n) for n in dtype.names)
-        if isinstance(value, (tuple, list)):
-            return tuple(to_numpy_value(v, dtype.fields[n][0]) for n, v in zip(dtype.names, value))
-        return value
-    base, _shape = dtype.subdtype
-    if vec_size(dtype) == 3 and isinstance(value, (tuple, list, np.ndarray)) and len(value) == 3:
-        # C++ vec<T, 3> takes three values; the fourth lane is padding (zero).
-        value = [*value, 0]
-    if isinstance(value, (tuple, list)):
-        return [to_numpy_value(v, base) for v in value]
-    return value
+from .types import default_bytes, to_numpy_value
 
 
 def value_bytes(value: Any, dtype) -> bytes:
     """The little-endian bytes of ``value`` converted by NumPy to ``dtype``; ``None`` is
-    all zeros (an unset default means zero); ``errc.invalid`` if it does not convert."""
+    the type's default (zero, or a ``@sycl.struct``'s field defaults); ``errc.invalid``
+    if it does not convert."""
     dtype = np.dtype(dtype)
+    if value is None:
+        return default_bytes(dtype)
     arr = np.zeros((), dtype)
     if value is not None:
         try:

@@ -10,12 +10,14 @@ to the helpers below, so one name serves as constructor and as annotation.
 """
 from __future__ import annotations
 
+import copy
 import enum
 from typing import Any
 
 import numpy as np
 
 from ._records import FrozenValue
+from .errors import errc, overflow_error, type_error, value_error
 
 
 class access_mode(enum.Enum):
@@ -250,15 +252,22 @@ class spec_constant_type:
 
 
 # @sycl.struct ---------------------------------------------------------------------
+#: dtype metadata key of a struct's default value (its bytes), so code that sees only the
+#: dtype (a specialization_id or device_global of it, a struct field of it) finds it.
+DEFAULT_KEY = "pysycl_default"
+
+
 def struct(cls):
-    """Make an annotated class a kernel struct with C layout.
+    """Make an annotated class a kernel struct with C layout. A class attribute of a
+    field's name is its default (C++'s default member initializer); a field of a
+    ``@sycl.struct`` type without one defaults to that struct's defaults, any other to zero.
 
     >>> @struct
     ... class Point:
     ...     x: np.float32
-    ...     y: np.float32
-    >>> Point.dtype.itemsize
-    8
+    ...     y: np.float32 = 1.5
+    >>> Point.dtype.itemsize, Point().y, Point(2).x
+    (8, 1.5, 2)
     """
     fields = list(getattr(cls, "__annotations__", {}).items())
     if not fields:
@@ -268,27 +277,57 @@ def struct(cls):
     for name, ann in fields:
         dt = as_dtype(ann)
         n = vec_size(dt)
-        align = dt.itemsize if n else dt.alignment
+        # A nested struct's dtype has explicit offsets, so NumPy gives it alignment 1:
+        # C aligns it as its most aligned member (recorded when it was made).
+        align = dt.itemsize if n else max(dt.alignment,
+                                          int((dt.metadata or {}).get("pysycl_align", 1)))
         offset = (offset + align - 1) // align * align
         names.append(name); formats.append(dt); offsets.append(offset)
         offset += dt.itemsize
         max_align = max(max_align, align)
     size = (offset + max_align - 1) // max_align * max_align
-    dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": size},
-                     metadata={"pysycl_name": cls.__name__, "pysycl_align": max_align})
+    layout = {"names": names, "formats": formats, "offsets": offsets, "itemsize": size}
+    meta = {"pysycl_name": cls.__name__, "pysycl_align": max_align}
+    given = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+    default = _struct_default_bytes(cls.__qualname__, np.dtype(layout, metadata=meta), given)
+    if any(default):
+        meta[DEFAULT_KEY] = default
+    dtype = np.dtype(layout, metadata=meta)
     cls.dtype = dtype
     cls.__pysycl_struct__ = True
+    # A field's value when the constructor is not given one: a fresh copy each time
+    # for a struct-typed field (instances are mutable, as dataclass default factories).
+    field_types = {name: ann for name, ann in fields}
+
+    def default_of(name):
+        if name in given:
+            v = given[name]
+            return copy.copy(v) if getattr(type(v), "__pysycl_struct__", False) else v
+        ann = field_types[name]
+        if isinstance(ann, type) and getattr(ann, "__pysycl_struct__", False):
+            return ann()
+        fdt = dtype.fields[name][0]
+        if fdt.fields is None and fdt.subdtype is None:
+            return 0
+        return value_from_default(fdt)
 
     def __init__(self, *args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}() takes at most {len(names)} field values, "
+                            f"{len(args)} given")
         values = dict(zip(names, args))
-        values.update(kwargs)
+        for k, v in kwargs.items():
+            if k not in field_types:
+                raise TypeError(f"{cls.__name__}() has no field {k!r}")
+            if k in values:
+                raise TypeError(f"{cls.__name__}() got two values for field {k!r}")
+            values[k] = v
         for n in names:
-            setattr(self, n, values.get(n, 0))
+            setattr(self, n, values[n] if n in values else default_of(n))
 
     def as_void(self) -> np.void:
         arr = np.zeros((), dtype)
-        for n in names:
-            arr[n] = getattr(self, n)
+        arr[()] = to_numpy_value(self, dtype)
         return arr[()]
 
     def __repr__(self):
@@ -300,12 +339,81 @@ def struct(cls):
     return cls
 
 
+def _struct_default_bytes(qualname: str, dtype: np.dtype, given: dict) -> bytes:
+    """The bytes of a struct's default value: the given field defaults over each field's
+    type default. A default the field cannot hold is ``errc.invalid``, also the Python
+    error NumPy gave (``TypeError``, ``ValueError``, ``OverflowError``)."""
+    arr = np.zeros(1, dtype)   # a copy of a structured array may leave padding unset
+    arr.view(np.uint8)[:] = np.frombuffer(default_bytes(dtype), np.uint8)
+    for name, value in given.items():
+        fdt = dtype.fields[name][0]
+        try:
+            arr[name][0] = to_numpy_value(value, fdt)
+        except (TypeError, ValueError, OverflowError) as e:
+            kind = {TypeError: type_error, OverflowError: overflow_error}.get(
+                type(e), value_error)
+            raise kind(errc.invalid, f"@sycl.struct {qualname}: the default {value!r} of "
+                       f"field {name!r} is not a {fdt}: {e}") from None
+    return arr.tobytes()
+
+
+def default_bytes(dtype: np.dtype) -> bytes:
+    """The bytes of ``dtype``'s default value: a ``@sycl.struct``'s defaults (also as a
+    field or array element), zeros elsewhere (padding included).
+
+    >>> default_bytes(np.dtype(np.int32))
+    b'\\x00\\x00\\x00\\x00'
+    """
+    meta = dtype.metadata or {}
+    if DEFAULT_KEY in meta:
+        return bytes(meta[DEFAULT_KEY])
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return default_bytes(base) * int(np.prod(shape))
+    if dtype.fields is not None:
+        out = bytearray(dtype.itemsize)
+        for fdt, off, *_ in dtype.fields.values():
+            out[off:off + fdt.itemsize] = default_bytes(fdt)
+        return bytes(out)
+    return bytes(dtype.itemsize)
+
+
+def value_from_default(dtype: np.dtype):
+    """``dtype``'s default value as NumPy gives it (scalar, ``np.void`` or array)."""
+    arr = np.frombuffer(default_bytes(dtype), dtype=dtype, count=1)
+    return arr[0].copy() if dtype.fields is not None or dtype.subdtype is not None else arr[0]
+
+
+def to_numpy_value(value: Any, dtype: np.dtype) -> Any:
+    """``value`` in a form NumPy assigns into ``dtype``: ``@sycl.struct`` instances (also
+    nested in tuples, lists and other structs) become tuples in field order.
+
+    >>> to_numpy_value((1, 2), np.dtype([("a", "i4"), ("b", "f4")]))
+    (1, 2)
+    """
+    if isinstance(value, np.void) or dtype.fields is None and dtype.subdtype is None:
+        return value
+    if dtype.fields is not None:
+        if getattr(type(value), "__pysycl_struct__", False):
+            value = tuple(getattr(value, n) for n in dtype.names)
+        if isinstance(value, (tuple, list)):
+            return tuple(to_numpy_value(v, dtype.fields[n][0]) for n, v in zip(dtype.names, value))
+        return value
+    base, _shape = dtype.subdtype
+    if vec_size(dtype) == 3 and isinstance(value, (tuple, list, np.ndarray)) and len(value) == 3:
+        # C++ vec<T, 3> takes three values; the fourth lane is padding (zero).
+        value = [*value, 0]
+    if isinstance(value, (tuple, list)):
+        return [to_numpy_value(v, base) for v in value]
+    return value
+
+
 def to_struct_bytes(value, dtype: np.dtype) -> bytes:
     """Bytes of ``value`` (instance, tuple, np.void, scalar) laid out as ``dtype``."""
     if hasattr(value, "as_void"):
         value = value.as_void()
     arr = np.zeros((), dtype)
-    arr[()] = value
+    arr[()] = to_numpy_value(value, dtype)
     return arr.tobytes()
 
 

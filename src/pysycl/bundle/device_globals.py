@@ -1,8 +1,10 @@
 """The per-device instance of each ``device_global`` and host copies to and from it.
 
-SYCL (ext device_global, sycl-spec-notes.md 2.3): one instance per device and context
+SYCL (ext device_global): one instance per device and context
 (keyed by the driver context: None for the default one),
-shared by every kernel on that device whatever image it is in, zero-initialised, kept
+shared by every kernel on that device whatever image it is in, initialised to T's
+default (zero, or a ``@sycl.struct``'s field defaults; each image's global has that
+initializer, and so does the host-side shadow), kept
 across launches, bundles and spec-constant changes. Each loaded program has its own copy
 of the variable (an LLVM global, found by ``detail.symbols.device_global_symbol``), so the
 instance is kept coherent by ownership, lazily:
@@ -30,6 +32,7 @@ import sys
 import threading
 from typing import Any, Iterable
 
+from ..detail import lookup_unique_id
 from ..detail.symbols import device_global_symbol
 from ..errors import errc, exception
 from ..host_objects import _Identifiable
@@ -59,9 +62,9 @@ class _Program:
 class DeviceGlobalInstance:
     """The instance of one device_global (``uid``) on one device."""
 
-    def __init__(self, device, uid: str, nbytes: int, image_scope: bool):
+    def __init__(self, device, uid: str, nbytes: int, image_scope: bool, initial: bytes = b""):
         self.device, self.uid, self.nbytes, self.image_scope = device, uid, nbytes, image_scope
-        self.shadow = bytearray(nbytes)
+        self.shadow = bytearray(initial) if len(initial) == nbytes else bytearray(nbytes)
         self.dirty = False              # the shadow holds a value written by the host
         self.owner: _Program | None = None
         self.programs: list[_Program] = []   # loaded programs holding the variable
@@ -155,16 +158,18 @@ def program_evicted(program) -> None:
 
 
 def instance(device, uid: str, nbytes: int, image_scope: bool,
-             ctx_handle=None) -> DeviceGlobalInstance:
+             ctx_handle=None, initial: bytes = b"") -> DeviceGlobalInstance:
     """The instance of ``uid`` on ``device`` in the driver context ``ctx_handle`` (None:
-    the default one), made on first use."""
+    the default one), made on first use; ``initial``: its initial value's bytes (empty:
+    zero)."""
     key = (device, uid, ctx_handle)
     inst = _instances.get(key)
     if inst is None:
         with _lock:
             inst = _instances.get(key)
             if inst is None:
-                inst = _instances[key] = DeviceGlobalInstance(device, uid, nbytes, image_scope)
+                inst = _instances[key] = DeviceGlobalInstance(device, uid, nbytes, image_scope,
+                                                              initial)
     return inst
 
 
@@ -172,30 +177,40 @@ def instance_of(dg, device, ctx_handle=None) -> DeviceGlobalInstance:
     """The instance of host object ``dg`` (a ``sycl.device_global``) on ``device`` in
     driver context ``ctx_handle``."""
     return instance(device, dg.unique_id, dg.nbytes,
-                    dg.properties.has_property(device_image_scope), ctx_handle)
+                    dg.properties.has_property(device_image_scope), ctx_handle,
+                    dg.initial_bytes)
 
 
-def image_device_globals(image) -> list[tuple[str, int, bool]]:
-    """``(unique_id, size, device_image_scope)`` of the variables an image holds."""
+def image_device_globals(image) -> list[tuple[str, int, bool, bytes]]:
+    """``(unique_id, size, device_image_scope, initial bytes)`` of the variables an image
+    holds (empty initial bytes: zero-initialised)."""
     out = []
     # A warm-start image answers from its property sets (no IR made for this).
     module = None if getattr(image, "is_warm", False) else image.module
     if module is not None:
         for d in module.device_globals:
-            out.append((d.unique_id, d.type.size, "sycl-device-image-scope" in d.properties))
+            out.append((d.unique_id, d.type.size, "sycl-device-image-scope" in d.properties,
+                        bytes(d.initial)))
         return out
     for uid, desc in image.property_sets.get(ps.DEVICE_GLOBALS, {}).items():
         size, dis = ps.unpack_device_global_descriptor(desc)
-        out.append((uid, size, dis))
+        out.append((uid, size, dis, _registered_initial(uid)))
     return out
+
+
+def _registered_initial(uid: str) -> bytes:
+    """The initial bytes of the live host object ``uid`` (an image known only by its
+    property sets was made from this process's definitions), else zero."""
+    obj = lookup_unique_id(uid)
+    return bytes(getattr(obj, "initial_bytes", b""))
 
 
 def launch_hooks(image, device, ctx_handle=None) -> tuple[list, list]:
     """``(per_launch, per_load)`` instances of an image's variables on ``device`` in
     driver context ``ctx_handle``."""
     per_launch, per_load = [], []
-    for uid, size, dis in image_device_globals(image):
-        inst = instance(device, uid, size, dis, ctx_handle)
+    for uid, size, dis, initial in image_device_globals(image):
+        inst = instance(device, uid, size, dis, ctx_handle, initial)
         (per_load if dis else per_launch).append(inst)
     return per_launch, per_load
 

@@ -34,7 +34,7 @@ def lower_module(module: Module, lowering: TargetLowering) -> ll.Module:
     probe = None
     for decl in module.device_globals:
         probe = probe or _GlobalsContext(lowering, module, llmodule)
-        g = rules_memory.device_global(probe, decl.unique_id, decl.type)
+        g = rules_memory.device_global(probe, decl.unique_id, decl.type, decl.initial)
         _global_attributes(g, decl.unique_id, decl.type.size, decl.properties)
     for f in module.functions:
         if f.is_declaration:

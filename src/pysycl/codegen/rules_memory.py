@@ -11,7 +11,7 @@ from ..ir.types import ArrayType, ScalarType, StructType, TupleType, Type, VecTy
 from . import debug_checks
 from . import types as lt
 from .context import LoweringContext, VarSlot, rule
-from .rules_scalar import scalar_of, splat
+from .rules_scalar import const_from_bytes, scalar_of, splat
 from .target_lowering import FAILURE_ORDERINGS, ORDERINGS
 
 
@@ -251,13 +251,16 @@ def lower_acc_base(ctx, op):
 
 
 # Device globals and specialization constants ------------------------------------------------
-def device_global(ctx: LoweringContext, unique_id: str, t: Type) -> ll.GlobalVariable:
+def device_global(ctx: LoweringContext, unique_id: str, t: Type,
+                  initial: bytes = b"") -> ll.GlobalVariable:
     name = device_global_symbol(unique_id)
     if name in ctx.llmodule.globals:
         return ctx.llmodule.globals[name]
     g = lt.AttributedGlobal(ctx.llmodule, ctx.mtype(t), name,
                             addrspace=ctx.lowering.addrspaces["global"])
-    g.initializer = ll.Constant(ctx.mtype(t), None)  # zero-initialised (SYCL 2020 ext device_global)
+    # T's default value (ext device_global: zero, or constexpr-initialised).
+    g.initializer = (const_from_bytes(ctx, t, initial) if initial
+                     else ll.Constant(ctx.mtype(t), None))
     # Opaque like every other pointer here, so element/field GEPs and stores type-check.
     g.type = lt.pointer("global", ctx.lowering.addrspaces)
     g.align = max(t.align, 8)
@@ -271,8 +274,9 @@ def device_global(ctx: LoweringContext, unique_id: str, t: Type) -> ll.GlobalVar
 def lower_dg_addr(ctx, op):
     uid = op.attrs["id"]
     decl = ctx.module.device_global(uid)
-    t = decl.type if decl is not None else op.type.pointee
-    return device_global(ctx, uid, t)
+    if decl is None:
+        return device_global(ctx, uid, op.type.pointee)
+    return device_global(ctx, uid, decl.type, decl.initial)
 
 
 @rule("spec.load")

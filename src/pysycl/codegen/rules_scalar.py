@@ -34,16 +34,16 @@ def const(ctx: LoweringContext, t: Type, value) -> ll.Constant:
     return ll.Constant(lltype, int(np.array(value).astype(s.dtype).view(f"i{s.size}")))
 
 
-def _const_from_bytes(ctx: LoweringContext, t: Type, data: bytes) -> ll.Constant:
+def const_from_bytes(ctx: LoweringContext, t: Type, data: bytes) -> ll.Constant:
     if isinstance(t, ScalarType):
         v = np.frombuffer(data[:t.size], dtype=t.dtype)[0]
         return ll.Constant(ctx.mtype(t), float(v) if t.is_float else int(v))
     if isinstance(t, VecType):
-        return ll.Constant(ctx.mtype(t), [_const_from_bytes(ctx, t.elem, data[i * t.elem.size:])
+        return ll.Constant(ctx.mtype(t), [const_from_bytes(ctx, t.elem, data[i * t.elem.size:])
                                           for i in range(t.n)])
     if isinstance(t, ArrayType):
         n = t.elem.size
-        return ll.Constant(ctx.mtype(t), [_const_from_bytes(ctx, t.elem, data[i * n:(i + 1) * n])
+        return ll.Constant(ctx.mtype(t), [const_from_bytes(ctx, t.elem, data[i * n:(i + 1) * n])
                                           for i in range(t.n)])
     if isinstance(t, StructType):
         llt = ctx.mtype(t)
@@ -52,7 +52,7 @@ def _const_from_bytes(ctx: LoweringContext, t: Type, data: bytes) -> ll.Constant
         for e in llt.elements:
             if fields and pos == fields[0].offset:
                 f = fields.pop(0)
-                elems.append(_const_from_bytes(ctx, f.type, data[f.offset:f.offset + f.type.size]))
+                elems.append(const_from_bytes(ctx, f.type, data[f.offset:f.offset + f.type.size]))
                 pos += f.type.size
             else:
                 elems.append(ll.Constant(e, bytearray(data[pos:pos + e.count])))
@@ -67,7 +67,7 @@ def lower_const(ctx, op):
     if isinstance(v, (bytes, bytearray)):
         if isinstance(op.type, TupleType):
             raise ctx.error(op, "tuple constants must be built with tuple.make")
-        c = _const_from_bytes(ctx, op.type, bytes(v))
+        c = const_from_bytes(ctx, op.type, bytes(v))
         return ctx.to_value(c, op.type) if isinstance(op.type, ScalarType) else c
     return const(ctx, op.type, v)
 

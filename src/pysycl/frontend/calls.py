@@ -97,9 +97,9 @@ class CallRules:
         if kind in ("device", "external"):
             return self.call_device(obj, node)
         if isinstance(obj, type) and getattr(obj, "__pysycl_struct__", False):
-            return self.construct(T.type_from_dtype(obj.dtype), node)
+            return self.construct(T.type_from_dtype(obj.dtype), node, obj.dtype)
         if isinstance(obj, np.dtype):
-            return self.construct(T.type_from_dtype(obj), node)
+            return self.construct(T.type_from_dtype(obj), node, obj)
         if obj is pt.vec or obj is np.dtype:
             return self.compile_time_call(obj, node)
         self.error(node, f"calling {describe(obj)} is not supported in kernel code")
@@ -123,17 +123,27 @@ class CallRules:
             return tuple(x.value for x in fv.items if isinstance(x, (Lit, Obj)))
         self.error(node, "this must be a compile-time constant")
 
-    def construct(self, ty: T.Type, node):
-        """``Point(1, 2.0)``, ``Point(x=1, y=2.0)``, ``Point((1, 2.0))``, ``V4(1, 2, 3, 4)``."""
+    def construct(self, ty: T.Type, node, dtype: np.dtype):
+        """``Point(1, 2.0)``, ``Point(x=1, y=2.0)``, ``Point((1, 2.0))``, ``V4(1, 2, 3, 4)``;
+        a struct field not given takes its default (the ``@sycl.struct`` class's, as on
+        the host)."""
         args = [self.expr(a) for a in node.args]
         if len(args) == 1 and not node.keywords:
             return self.coerce(args[0], ty, node)
         if isinstance(ty, T.StructType):
-            by_name = dict(zip([f.name for f in ty.fields], args))
+            names = [f.name for f in ty.fields]
+            if len(args) > len(names):
+                self.error(node, f"{type_name(ty)}() takes at most {len(names)} field values")
+            by_name = dict(zip(names, args))
             for k in node.keywords:
+                if k.arg not in names:
+                    self.error(k, f"{type_name(ty)} has no field '{k.arg}'")
                 by_name[k.arg] = self.expr(k.value)
-            items = [by_name.get(f.name, Lit(0)) for f in ty.fields]
-            return self.coerce(TupleVal(tuple(items)), ty, node)
+            if len(by_name) < len(names):
+                defaults = pt.value_from_default(dtype)
+                for n in names:
+                    by_name.setdefault(n, _constant(defaults[n]))
+            return self.coerce(TupleVal(tuple(by_name[n] for n in names)), ty, node)
         return self.coerce(TupleVal(tuple(args)), ty, node)
 
     def call_device(self, fobj, node):
@@ -279,3 +289,10 @@ class CallRules:
             return Obj(None)
         self.error(node.func, f"device_global has no method {name}() here",
                    "use dg.get(), dg.set(v), dg[i] or dg.field")
+
+
+def _constant(value):
+    """A NumPy default value as a compile-time constant (arrays element by element)."""
+    if isinstance(value, np.ndarray):
+        return TupleVal(tuple(_constant(v) for v in value))
+    return Obj(value)

@@ -251,7 +251,9 @@ class ImageBuilder:
     def use_device_global(self, dg, src, node) -> DeviceGlobalDecl:
         uid = _unique_id(dg, src, node)
         if uid not in self.dgs:
-            self.dgs[uid] = DeviceGlobalDecl(uid, T.type_from_dtype(dg.dtype), to_meta(dg.properties))
+            initial = dg.initial_bytes if any(dg.initial_bytes) else b""
+            self.dgs[uid] = DeviceGlobalDecl(uid, T.type_from_dtype(dg.dtype),
+                                             to_meta(dg.properties), initial)
         return self.dgs[uid]
 
 

@@ -62,5 +62,6 @@ def clone_module(m: Module, name: str | None = None) -> Module:
     """A deep copy sharing nothing mutable with ``m``."""
     return Module(name or m.name, [clone_function(f) for f in m.functions],
                   [SpecConstantDecl(s.unique_id, s.type, bytes(s.default)) for s in m.spec_constants],
-                  [DeviceGlobalDecl(d.unique_id, d.type, dict(d.properties)) for d in m.device_globals],
+                  [DeviceGlobalDecl(d.unique_id, d.type, dict(d.properties), d.initial)
+                   for d in m.device_globals],
                   copy_attr(m.attrs))

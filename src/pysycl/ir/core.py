@@ -185,17 +185,21 @@ class SpecConstantDecl(Record):
 
 
 class DeviceGlobalDecl(Record):
-    """A ``device_global`` used by the module; ``properties`` as meta name -> value."""
+    """A ``device_global`` used by the module; ``properties`` as meta name -> value;
+    ``initial``: the bytes of its initial value (empty: zero-initialised)."""
 
-    _fields = ("unique_id", "type", "properties")
+    _fields = ("unique_id", "type", "properties", "initial")
     unique_id: str
     type: Type
     properties: dict[str, str]
+    initial: bytes
 
-    def __init__(self, unique_id: str, type: Type, properties: dict[str, str] = _NEW):
+    def __init__(self, unique_id: str, type: Type, properties: dict[str, str] = _NEW,
+                 initial: bytes = b""):
         self.unique_id = unique_id
         self.type = type
         self.properties = {} if properties is _NEW else properties
+        self.initial = initial
 
 
 class Module(Record):

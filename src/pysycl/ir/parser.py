@@ -269,8 +269,14 @@ class _Parser:
             uid = self.string()
             self.expect(":")
             t = self.type()
+            initial = b""
+            if self.accept("init"):
+                self.expect("=")
+                initial = self.attr_value()
+                if not isinstance(initial, bytes) or len(initial) != t.size:
+                    raise self.error(f"a device_global init is x\"...\" of {t.size} bytes", pos)
             props = self.str_dict() if self.accept("properties") else {}
-            m.device_globals.append(DeviceGlobalDecl(uid, t, props))
+            m.device_globals.append(DeviceGlobalDecl(uid, t, props, initial))
         elif w in _WORD_KINDS:
             m.functions.append(self.function(_WORD_KINDS[w]))
             return

@@ -149,7 +149,9 @@ def _spec_const_line(s) -> str:
 
 
 def _device_global_line(d) -> str:
-    return f"device_global {quote(d.unique_id)} : {d.type}" + _dict_suffix(" properties ", d.properties)
+    init = f" init = {format_attr(bytes(d.initial))}" if d.initial else ""
+    return (f"device_global {quote(d.unique_id)} : {d.type}{init}"
+            + _dict_suffix(" properties ", d.properties))
 
 
 def _function_header(f: Function, printer: "_FunctionPrinter", locs: bool) -> str:

@@ -79,7 +79,8 @@ def _merge_decl(into: list, decl, mod: str, what: str) -> None:
     if isinstance(decl, SpecConstantDecl):
         into.append(SpecConstantDecl(decl.unique_id, decl.type, bytes(decl.default)))
     else:
-        into.append(DeviceGlobalDecl(decl.unique_id, decl.type, dict(decl.properties)))
+        into.append(DeviceGlobalDecl(decl.unique_id, decl.type, dict(decl.properties),
+                                     decl.initial))
 
 
 def unresolved_symbols(m: Module) -> list[str]:
@@ -115,6 +116,6 @@ def reachable_module(m: Module, roots: list[str], name: str | None = None) -> Mo
     return Module(name or m.name, funcs,
                   [SpecConstantDecl(s.unique_id, s.type, bytes(s.default))
                    for s in m.spec_constants if s.unique_id in ids],
-                  [DeviceGlobalDecl(d.unique_id, d.type, dict(d.properties))
+                  [DeviceGlobalDecl(d.unique_id, d.type, dict(d.properties), d.initial)
                    for d in m.device_globals if d.unique_id in ids],
                   dict(m.attrs))

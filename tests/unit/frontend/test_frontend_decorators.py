@@ -6,7 +6,7 @@ import pytest
 
 from frontend_sycl import sycl
 import frontend_other_module as other
-from pysycl.errors import exception
+from pysycl.errors import errc, exception
 from pysycl.frontend import registry
 from pysycl.frontend import source as source_mod
 
@@ -162,6 +162,63 @@ def test_device_global_attributes():
     assert dg.dtype == np.dtype((np.float32, 4)) and len(dg.properties) == 0
     with pytest.raises(exception):
         dg.get()
+
+
+# Struct field defaults (C++ default member initializers) -------------------------------
+_rng = np.random.default_rng(2024)
+GAIN, TAPS, COUNT = (np.float32(_rng.uniform(1, 9)), int(_rng.integers(-99, -1)),
+                     int(_rng.integers(10, 99)))
+
+
+@sycl.struct
+class Tuned:
+    gain: np.float32 = GAIN
+    taps: np.int16 = TAPS
+    pair: Pair                       # no default: Pair's own (zeros)
+
+
+@sycl.struct
+class Rig:
+    tuned: Tuned                     # no default: Tuned's defaults
+    count: np.int32 = COUNT
+    many: np.dtype((Tuned.dtype, 2))  # an array of structs: each element Tuned's defaults
+
+
+def _reference_rig() -> np.ndarray:
+    want = np.zeros((), Rig.dtype)
+    for t in (want["tuned"], want["many"][0], want["many"][1]):
+        t["gain"], t["taps"] = GAIN, TAPS
+    want["count"] = COUNT
+    return want
+
+
+def test_struct_defaults_hold_wherever_a_value_is_made():
+    r = Rig()
+    assert isinstance(r.tuned, Tuned) and r.tuned.gain == GAIN and r.tuned.taps == TAPS
+    assert isinstance(r.tuned.pair, Pair) and r.count == COUNT
+    assert r.as_void().tobytes() == _reference_rig().tobytes()
+    assert Rig(count=5).tuned.taps == TAPS and Rig(count=5).count == 5
+    assert Rig().tuned is not r.tuned            # a fresh nested value each time
+    # a specialization_id or device_global of the type, by class or by dtype
+    for t in (Rig, Rig.dtype):
+        assert sycl.specialization_id(t).default_bytes == _reference_rig().tobytes()
+        assert sycl.device_global(t).initial_bytes == _reference_rig().tobytes()
+    assert sycl.device_global(np.int32).initial_bytes == bytes(4)
+    with pytest.raises(TypeError, match="no field 'gian'"):
+        Tuned(gian=2.0)
+    with pytest.raises(TypeError, match="at most 3"):
+        Tuned(1, 2, Pair(), 4)
+
+
+@pytest.mark.parametrize("bad, kind", [(300, OverflowError), ("x", ValueError),
+                                       (object(), TypeError)])
+def test_struct_default_the_field_cannot_take(bad, kind):
+    with pytest.raises(exception) as info:
+        @sycl.struct
+        class Bad:
+            a: np.int8 = bad
+    assert isinstance(info.value, kind) and info.value.code() == errc.invalid
+    assert "Bad" in str(info.value) and "'a'" in str(info.value)
 
 
 # These kernels exist to test the compiler: keep them out of the application-wide

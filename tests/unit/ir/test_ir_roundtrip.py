@@ -46,6 +46,21 @@ def test_declarations_print():
     assert '%"weird name": f32' in text
 
 
+def test_device_global_initial_value_round_trips():
+    from pysycl.ir.core import DeviceGlobalDecl
+    init = np.array([2.5, -1.0], np.float32).tobytes()
+    m = Module("g", device_globals=[DeviceGlobalDecl("g.v", parse_type("[2 x f32]"), {}, init),
+                                    DeviceGlobalDecl("g.z", F32)])
+    text = print_module(m)
+    assert 'device_global "g.v" : [2 x f32] init = x"00002040000080bf"' in text
+    assert 'device_global "g.z" : f32\n' in text + "\n"
+    back = parse_module(text)
+    assert [d.initial for d in back.device_globals] == [init, b""]
+    with pytest.raises(exception) as info:
+        parse_module(text.replace('x"00002040000080bf"', 'x"0000"'))
+    assert "8 bytes" in str(info.value)
+
+
 SPECIAL_FLOATS = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-310, 0.1, 1e300,
                   np.frombuffer(np.uint64(0xFFF8000000000001).tobytes(), np.float64)[0],
                   np.frombuffer(np.uint64(0x7FF0000000000001).tobytes(), np.float64)[0]]
