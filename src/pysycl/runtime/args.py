@@ -14,6 +14,7 @@ launch then runs one small function per parameter. Errors are
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -201,9 +202,27 @@ def _cuda_pointer(value, dev, kernel, name, keep, stream):
     """A CUDA array of another library (PyTorch, CuPy, Numba, JAX...) on ``dev``, used in
     place. DLPack first: ``__dlpack__(stream=queue's stream)`` has the producer order its
     pending work before this queue's (the DLPack stream protocol); otherwise
-    ``__cuda_array_interface__``, whose v3 ``stream`` is waited for with an event."""
+    ``__cuda_array_interface__``, whose v3 ``stream`` is waited for with an event.
+
+    An array seen before (same object, address and shape, on this device) skips the
+    export and the checks: only its producer's stream is ordered, through the interface's
+    ``stream`` (a launch loop over the same tensors costs one event per producer stream
+    and launch instead of an export per array)."""
+    cai = _known_cuda_array(value, dev)
+    if cai is not None:
+        ptr, dtype, nbytes = cai[0]
+        _order_after(cai[1], dev, stream, keep)
+        keep.append(value)
+        return ptr, dtype, nbytes
     if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
-        return _dlpack_pointer(value, dev, kernel, name, keep, stream)
+        found = _dlpack_pointer(value, dev, kernel, name, keep, stream)
+    else:
+        found = _cai_pointer(value, dev, kernel, name, keep, stream)
+    _remember_cuda_array(value, dev, found)
+    return found
+
+
+def _cai_pointer(value, dev, kernel, name, keep, stream):
     try:
         cai = value.__cuda_array_interface__
     except AttributeError as e:
@@ -221,11 +240,62 @@ def _cuda_pointer(value, dev, kernel, name, keep, stream):
         if ordinal is not None and ordinal != dev._desc.handle.ordinal:
             raise _arg_error(kernel, name, f"CUDA memory of GPU {ordinal} cannot be used on "
                              f"{dev.name!r}")
-    producer = cai.get("stream")
-    if producer is not None and stream is not None and int(producer) != stream.ptr:
-        driver.wait_foreign_stream(stream, int(producer))
+    _order_after(cai.get("stream"), dev, stream, keep)
     keep.append(value)
     return int(ptr), dtype, _count(cai["shape"]) * dtype.itemsize
+
+
+class _Waited:
+    """Marks in a launch's ``keep`` list that its stream already waits for a producer
+    stream (several arrays of one library need one event)."""
+
+    __slots__ = ("producer",)
+
+    def __init__(self, producer: int):
+        self.producer = producer
+
+
+def _order_after(producer, dev, stream, keep) -> None:
+    """Make ``stream`` wait for the work issued so far on the producer's stream (the
+    ``__cuda_array_interface__`` v3 ``stream``: None means none to wait for)."""
+    if producer is None or stream is None or int(producer) == stream.ptr:
+        return
+    producer = int(producer)
+    for item in keep:
+        if type(item) is _Waited and item.producer == producer:
+            return
+    dev.driver.wait_foreign_stream(stream, producer)
+    keep.append(_Waited(producer))
+
+
+# id(array) -> (weak reference, device, (address, dtype, bytes), address, shape): arrays
+# of other libraries already exported and checked, while they live.
+_known: dict[int, tuple] = {}
+
+
+def _remember_cuda_array(value, dev, found) -> None:
+    try:
+        cai = value.__cuda_array_interface__
+        ref = weakref.ref(value, lambda _r, key=id(value): _known.pop(key, None))
+    except (AttributeError, TypeError, RuntimeError):
+        return   # no interface to check it by next time, or no weak references
+    if int(cai["data"][0]) == int(found[0]) and len(_known) < 4096:
+        _known[id(value)] = (ref, dev, found, int(found[0]), tuple(cai["shape"]))
+
+
+def _known_cuda_array(value, dev):
+    """``(found, producer stream)`` of an array seen before whose address and shape are
+    unchanged (a resized tensor gets a new address: checked again); else None."""
+    hit = _known.get(id(value))
+    if hit is None or hit[0]() is not value or hit[1] is not dev:
+        return None
+    try:
+        cai = value.__cuda_array_interface__
+    except (AttributeError, RuntimeError):
+        return None
+    if int(cai["data"][0]) != hit[3] or tuple(cai["shape"]) != hit[4]:
+        return None
+    return hit[2], cai.get("stream")
 
 
 def _count(shape) -> int:

@@ -147,6 +147,44 @@ def test_torch_work_on_the_default_stream_is_ordered_before_the_kernel(q, torch)
     assert float(y.min()) == 3.0 and float(y.max()) == 3.0
 
 
+def test_repeat_launches_stay_ordered_and_follow_a_resized_tensor(q, torch):
+    # The second launch with the same tensors takes the remembered export: PyTorch's
+    # later work on its stream must still come first, and a tensor whose storage moved
+    # (resize_) is exported again.
+    n = 1 << 22
+    x = torch.ones(n, dtype=torch.float32, device="cuda")
+    y = torch.zeros_like(x)
+    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    assert float(y.max()) == 1.0
+    y.zero_()
+    for _ in range(20):
+        x.fill_(2.0)
+        x.mul_(3.0)
+    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    assert float(y.min()) == 6.0 and float(y.max()) == 6.0
+    old = x.data_ptr()
+    x.resize_(4 * n)
+    x.fill_(5.0)
+    assert x.data_ptr() != old
+    y.zero_()
+    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    assert float(y.min()) == 5.0 and float(y.max()) == 5.0
+
+
+def test_repeat_launches_wait_for_a_cupy_stream(q, cp):
+    n = 1 << 22
+    x, y = cp.ones(n, dtype=cp.float32), cp.zeros(n, dtype=cp.float32)
+    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    y.fill(0)
+    cp.cuda.Device().synchronize()
+    with cp.cuda.Stream(non_blocking=True):
+        for _ in range(20):
+            x.fill(2.0)
+            x *= 4.0
+        q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    assert float(y.min()) == 8.0 and float(y.max()) == 8.0
+
+
 def test_torch_rejections(q, torch):
     y = torch.ones(16, device="cuda")
     with pytest.raises(sycl.exception) as e:     # not contiguous
