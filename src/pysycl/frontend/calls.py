@@ -8,6 +8,7 @@ attribute of a ``wi.*`` op); without it they return the whole index as a tuple.
 from __future__ import annotations
 
 import ast
+import types
 
 import numpy as np
 
@@ -102,7 +103,14 @@ class CallRules:
             return self.construct(T.type_from_dtype(obj), node, obj)
         if obj is pt.vec or obj is np.dtype:
             return self.compile_time_call(obj, node)
-        self.error(node, f"calling {describe(obj)} is not supported in kernel code")
+        hint = None
+        if isinstance(obj, types.FunctionType):
+            # A plain Python function: its body may well be kernel code; it is only not
+            # marked as such (Numba users expect helpers to be compiled on demand).
+            hint = (f"decorate '{obj.__name__}' with @sycl.device to compile it for the "
+                    "device (it can then be called from kernels and stays callable on the "
+                    "host)")
+        self.error(node, f"calling {describe(obj)} is not supported in kernel code", hint)
 
     def compile_time_call(self, fn, node):
         """``sycl.vec(np.float32, 4)`` / ``np.dtype(...)`` with constant arguments."""

@@ -15,14 +15,16 @@ from __future__ import annotations
 import ast
 import functools
 import pickle
+import sys
+import textwrap
 import threading
 
 from ..detail import references
-from ..errors import errc, exception, hide_compiler_frames
+from ..errors import compile_error, errc, exception, hide_compiler_frames, type_error
 from ..ir.core import Module
 from ..properties import properties_for
 from . import registry
-from .source import ParsedFunction, parse_function
+from .source import ParsedFunction, parse_function, register_source
 
 
 class _FrontendFunction:
@@ -182,17 +184,59 @@ def _is_ellipsis_body(fdef: ast.FunctionDef) -> bool:
         isinstance(body[0].value, ast.Constant) and body[0].value.value is Ellipsis
 
 
-def _decorator(cls, register, fn, **options):
+def _decorator(cls, register, fn, source=None, namespace=None, **options):
     def wrap(f):
         obj = cls(f, **options)
         if register is not None:
             register(obj)
         return obj
+    if source is not None:
+        if fn is not None:
+            raise exception(errc.invalid, "give either a function or source=, not both")
+        return wrap(_function_from_source(source, namespace, _user_frame()))
     return wrap(fn) if fn is not None else wrap
 
 
-def kernel(fn=None, *, properties=None, name: str | None = None):
-    """``@sycl.kernel`` or ``@sycl.kernel(properties=..., name=...)``.
+def _user_frame():
+    """The innermost frame outside pysycl: the code that asked for ``source=``."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_globals.get("__name__") or "").partition(".")[0] \
+            == "pysycl":
+        frame = frame.f_back
+    return frame
+
+
+def _function_from_source(text, namespace, caller):
+    """The one function that ``text`` defines, run in ``namespace`` (default: a copy of
+    the calling module's globals), with its text registered so it compiles like a file."""
+    if not isinstance(text, str):
+        raise type_error(errc.invalid, f"source= takes the function's text, not "
+                         f"{type(text).__name__}")
+    text = textwrap.dedent(text)
+    filename = register_source(text)
+    try:
+        code = compile(text, filename, "exec")
+    except SyntaxError as e:
+        raise compile_error(f"the source does not parse: {e.msg}", filename,
+                            e.lineno or 1, (e.offset or 1) - 1) from None
+    env = (dict(caller.f_globals) if caller is not None else {}) if namespace is None \
+        else namespace
+    before = dict(env)
+    exec(code, env)
+    made = [v for k, v in env.items() if callable(v) and getattr(v, "__code__", None) is not None
+            and v.__code__.co_filename == filename and before.get(k) is not v]
+    if len(made) != 1:
+        raise exception(errc.invalid, f"source= must define exactly one function (def), "
+                        f"found {len(made)}")
+    return made[0]
+
+
+def kernel(fn=None, *, properties=None, name: str | None = None, source: str | None = None,
+           namespace: dict | None = None):
+    """``@sycl.kernel`` or ``@sycl.kernel(properties=..., name=...)``; or
+    ``sycl.kernel(source=text)``: the kernel that ``text`` defines (its names resolve in
+    ``namespace``, by default a copy of the caller's globals), for kernels generated at
+    run time or read from elsewhere.
 
     >>> @kernel(name="demo.k")
     ... def k():
@@ -200,15 +244,21 @@ def kernel(fn=None, *, properties=None, name: str | None = None):
     >>> k.name
     'demo.k'
     """
-    return _decorator(KernelFunction, registry.register_kernel, fn, properties=properties, name=name)
+    return _decorator(KernelFunction, registry.register_kernel, fn, source, namespace,
+                      properties=properties, name=name)
 
 
-def device(fn=None, *, name: str | None = None):
-    """``@sycl.device``: a helper callable from kernels, internal to its image."""
-    return _decorator(DeviceFunction, None, fn, name=name)
+def device(fn=None, *, name: str | None = None, source: str | None = None,
+           namespace: dict | None = None):
+    """``@sycl.device``: a helper callable from kernels, internal to its image
+    (``source=`` as for :func:`kernel`)."""
+    return _decorator(DeviceFunction, None, fn, source, namespace, name=name)
 
 
-def external(fn=None, *, name: str | None = None):
+def external(fn=None, *, name: str | None = None, source: str | None = None,
+             namespace: dict | None = None):
     """``@sycl.external`` or ``@sycl.external(name="symbol")``; a body of only ``...``
-    declares a function defined in another image (resolved at link time)."""
-    return _decorator(ExternalFunction, registry.register_external, fn, name=name)
+    declares a function defined in another image (resolved at link time). ``source=``
+    as for :func:`kernel`."""
+    return _decorator(ExternalFunction, registry.register_external, fn, source, namespace,
+                      name=name)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import linecache
 import os
+import sys
 import textwrap
 import threading
 import types
@@ -74,11 +76,13 @@ def _parse(fn) -> ParsedFunction:
                                      and isinstance(tree.body[0], ast.FunctionDef)):
             tree = None
     if tree is None:
+        _register_command_line_source(fn)
         try:
             lines, start = inspect.getsourcelines(fn)
         except (OSError, TypeError):
             raise compile_error(f"cannot read the source of {fn.__qualname__}: kernels are "
-                                "compiled from source, so they must be defined in a file",
+                                "compiled from source, so define it in a file or a notebook "
+                                "cell, or give its text as sycl.kernel(source=...)",
                                 filename, fn.__code__.co_firstlineno, 0) from None
         text = "".join(lines)
         dedented = textwrap.dedent(text)
@@ -97,6 +101,40 @@ def _parse(fn) -> ParsedFunction:
     if fdef is None:
         raise compile_error(f"{fn.__qualname__} is not a plain 'def' function", filename, start, 0)
     return ParsedFunction(fdef, Source(filename), fn)
+
+
+_generated = itertools.count(1)
+
+
+def register_source(text: str) -> str:
+    """Keep ``text`` in ``linecache`` under a new name and return the name: code compiled
+    with it as its filename has source that ``inspect`` (and so the frontend, error
+    messages and tracebacks) can read, as IPython does for notebook cells."""
+    filename = f"<pysycl-source-{next(_generated)}>"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[filename] = (len(text), None, lines, filename)
+    return filename
+
+
+def _register_command_line_source(fn) -> None:
+    """``python -c "..."``: the program text is the argument after ``-c`` in the
+    process's command line; register it as the source of ``<string>`` when it holds
+    ``fn``'s ``def`` where the code says (code run by ``exec`` is also ``<string>``)."""
+    code = fn.__code__
+    if code.co_filename != "<string>" or "<string>" in linecache.cache or \
+            sys.argv[:1] != ["-c"]:
+        return
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        text = argv[argv.index(b"-c") + 1].decode("utf-8")
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return
+    lines = text.splitlines(keepends=True)
+    line = lines[code.co_firstlineno - 1] if 0 < code.co_firstlineno <= len(lines) else ""
+    stripped = line.lstrip()
+    if stripped.startswith("@") or stripped.startswith(f"def {fn.__name__}"):
+        linecache.cache["<string>"] = (len(text), None, lines, "<string>")
 
 
 def _source_lines(fn) -> tuple[str, int] | None:
