@@ -127,11 +127,12 @@ def module_images(module_names: Sequence[str]) -> list[device_image]:
 
 def compile_modules(modules, targets: Iterable[str] = ("native_cpu",),
                     state: str | bundle_state = "executable",
-                    cpu: str | None = None) -> kernel_bundle:
+                    cpu: str | None = None, progress=None) -> kernel_bundle:
     """The kernel bundle of ``modules`` (module objects or names, already imported) in
     ``state`` (``"input"``, ``"object"`` or ``"executable"``) for ``targets`` (see
     module doc). ``cpu`` (e.g. ``"x86-64-v2"``) builds ``native_cpu`` for that generic
-    CPU level instead of this machine's CPU, so the file runs on other CPUs."""
+    CPU level instead of this machine's CPU, so the file runs on other CPUs.
+    ``progress(done, total, what)`` is called before each executable image is built."""
     if cpu:
         targets = [f"native_cpu-{cpu}" if t.strip() == "native_cpu" else t for t in targets]
     names = list(dict.fromkeys(_module_name(m) for m in modules))
@@ -150,13 +151,19 @@ def compile_modules(modules, targets: Iterable[str] = ("native_cpu",),
     if state is bundle_state.object:
         return kernel_bundle(None, [], bundle_state.object, [object_image(i) for i in own])
     objects = [object_image(i) for i in own + [lib for lib in libraries_for(own) if lib not in own]]
-    images = []
+    builds = []
     for lk in link_objects(objects):
-        fits = [TargetOnly(t) for t in target_list
-                if kernel_compatible(lk.module.function(lk.name), TargetOnly(t))]
         # A kernel that does not fit a target is left out of that target's images: a
         # launch there is errc.kernel_not_supported, the other targets still have it.
-        images += [build_executable(lk, [t], AOT_SPEC_CONSTANT_LOWERING, None) for t in fits]
+        builds += [(lk, TargetOnly(t)) for t in target_list
+                   if kernel_compatible(lk.module.function(lk.name), TargetOnly(t))]
+    images = []
+    for done, (lk, target) in enumerate(builds):
+        if progress is not None:
+            progress(done, len(builds), f"{lk.name} for {target.name}")
+        images.append(build_executable(lk, [target], AOT_SPEC_CONSTANT_LOWERING, None))
+    if progress is not None:
+        progress(len(builds), len(builds), "")
     return kernel_bundle(None, [], bundle_state.executable, images)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -121,6 +122,11 @@ def _copy_floor(image: np.ndarray) -> float:
     return best
 
 
+def _announce_import(source: str) -> None:
+    """Kernels are found by importing their modules: say so, as the top-level code runs."""
+    print(f"importing {source} (its top-level code runs)", file=sys.stderr)
+
+
 def _import_source(source: str):
     """Import ``source`` (a FILE.py or a module name): its top-level code runs, as for
     any import; a missing file or module is one line, not a traceback."""
@@ -133,9 +139,12 @@ def _import_source(source: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         sys.path.insert(0, str(path.parent.resolve()))
+        _announce_import(source)
         spec.loader.exec_module(module)
         return module
     try:
+        if importlib.util.find_spec(source) is not None:
+            _announce_import(source)
         return importlib.import_module(source)
     except ModuleNotFoundError as e:
         if e.name is None or not source.startswith(e.name):
@@ -150,11 +159,20 @@ def cmd_compile(args) -> int:
 
     modules = [_import_source(s) for s in args.sources]
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
-    kb = aot.compile_modules(modules, targets, args.state, cpu=args.cpu)
+    progress = _progress_line if sys.stderr.isatty() else None
+    kb = aot.compile_modules(modules, targets, args.state, cpu=args.cpu, progress=progress)
     sycl.save_kernel_bundle(kb, args.output)
     print(f"wrote {args.output}: {len(list(kb))} images, kernels: "
           + ", ".join(k.get_name() for k in kb.get_kernel_ids()))
     return 0
+
+
+def _progress_line(done: int, total: int, what: str) -> None:
+    """``[3/20] building mod.k for native_cpu`` on one terminal line (stderr is a tty)."""
+    line = f"[{done}/{total}] building {what}" if what else f"[{done}/{total}] built"
+    width = shutil.get_terminal_size((80, 20)).columns - 1
+    sys.stderr.write("\r" + line[:width].ljust(width) + ("\n" if done == total else ""))
+    sys.stderr.flush()
 
 
 def cmd_inspect(args) -> int:

@@ -180,3 +180,32 @@ def test_compile_input_state_for_a_generic_cpu(tmp_path, env):
     assert "target native_cpu-x86-64-v2, format object" in text and "cpu_features=2|" in text
     # runs here like a file built for this CPU (x86-64-v2 is a subset of its features)
     assert run_files(tmp_path, dict(env, PYSYCL_CACHE="0"), g) == "[0, 3, 6, 9] 0"
+
+
+def test_compile_says_it_imports_and_shows_progress_only_on_a_terminal(tmp_path, env):
+    out_file = tmp_path / "both.syclbin"
+    out = pysycl("compile", LIB, USE, "-o", str(out_file), env=env)
+    assert "importing" in out.stderr and "top-level code runs" in out.stderr
+    assert "building" not in out.stderr            # stderr is a pipe here: no progress line
+    assert out_file.exists()
+
+
+def test_compile_modules_reports_each_image(tmp_path):
+    import importlib.util
+
+    from pysycl.bundle import aot
+    spec = importlib.util.spec_from_file_location("use_ext_progress", USE)
+    seen = []
+    sys.path.insert(0, str(MODS))
+    try:
+        import lib_ext  # noqa: F401 - the external function's definition
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        kb = aot.compile_modules([lib_ext, module], ["native_cpu"],
+                                 progress=lambda done, total, what: seen.append((done, total, what)))
+    finally:
+        sys.path.remove(str(MODS))
+    images = len(list(kb))
+    assert seen[-1] == (images, images, "")
+    assert [d for d, _, _ in seen] == list(range(images + 1))
+    assert all("for native_cpu" in what for _, _, what in seen[:-1])
