@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir as ll
 
+from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
 from ..ir.types import ArrayType, ScalarType, StructType, TupleType, Type, VecType
 from . import types as lt
 from .context import LoweringContext, rule
@@ -337,9 +338,36 @@ def intrinsic(ctx, name: str, args: list):
     return ctx.builder.call(fn, args)
 
 
+# Functions with no LLVM intrinsic: the C library's (native CPU; device targets map them
+# to their own libraries in their lowering's ``math``).
+_LIBM = frozenset({"erf", "erfc", "log1p", "expm1", "cbrt", "tgamma", "lgamma", "asinh",
+                   "acosh", "atanh", "hypot", "remainder"})
+
+
+def libm_call(ctx, name: str, args: list):
+    """``<name>f`` for float, ``<name>`` for double (half through float); vectors element
+    by element."""
+    b, ty = ctx.builder, args[0].type
+    if isinstance(ty, ll.VectorType):
+        out = ll.Constant(ty, ll.Undefined)
+        for i in range(ty.count):
+            k = ll.Constant(ll.IntType(32), i)
+            out = b.insert_element(out, libm_call(ctx, name, [b.extract_element(a, k)
+                                                              for a in args]), k)
+        return out
+    if isinstance(ty, ll.HalfType):
+        wide = [b.fpext(a, ll.FloatType()) for a in args]
+        return b.fptrunc(libm_call(ctx, name, wide), ty)
+    symbol = f"{name}f" if isinstance(ty, ll.FloatType) else name
+    fn = ctx.llmodule.globals.get(symbol)
+    if fn is None:
+        fn = ll.Function(ctx.llmodule, ll.FunctionType(ty, [ty] * len(args)), symbol)
+    return b.call(fn, args)
+
+
 def _math_rule(name: str):
     def lower_math(ctx, op):
-        ftype = op.type if name not in ("isnan", "isinf") else op.operands[0].type
+        ftype = op.type if name not in MATH_PREDICATES else op.operands[0].type
         if not scalar_of(ftype).is_float:
             ftype = op.type if scalar_of(op.type).is_float else ScalarType("f64")
         args = [convert(ctx, ctx.get(v), v.type, ftype) for v in op.operands]
@@ -353,13 +381,30 @@ def _math_rule(name: str):
             return bld.fcmp_unordered("uno", args[0], args[0])
         if name == "isinf":
             return bld.fcmp_ordered("==", intrinsic(ctx, "fabs", args), const(ctx, ftype, np.inf))
+        if name == "isfinite":
+            return bld.fcmp_ordered("!=", intrinsic(ctx, "fabs", args), const(ctx, ftype, np.inf))
+        if name == "fmod":     # LLVM's frem is C's fmod
+            return bld.frem(*args)
+        if name in _LIBM:
+            return libm_call(ctx, name, args)
         return intrinsic(ctx, name, args)
     lower_math.__name__ = f"lower_math_{name}"
     return lower_math
 
 
+@rule("math.ldexp")
+def lower_ldexp(ctx, op):
+    x, n = op.operands
+    fx = ctx.get(x)
+    custom = ctx.lowering.math(ctx, "ldexp", [fx, ctx.get(n)], op.type)
+    if custom is not None:
+        return custom
+    fn = ctx.llmodule.declare_intrinsic("llvm.ldexp", [fx.type, ll.IntType(32)],
+                                        ll.FunctionType(fx.type, [fx.type, ll.IntType(32)]))
+    return ctx.builder.call(fn, [fx, ctx.get(n)])
+
+
 def _register_math():
-    from ..ir.ops import MATH_FUNCTIONS
     for name in MATH_FUNCTIONS:
         rule(f"math.{name}")(_math_rule(name))
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._records import FrozenValue
 from ..ir import types as T
-from ..ir.ops import MATH_FUNCTIONS
+from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
 from ..ir.core import Value
 from ..types import memory_order, memory_scope
 from . import kernel_api, sycl_math
@@ -114,17 +114,130 @@ def _math_rule(name: str, nargs: int):
                 lw.error(node, f"{name}() takes scalars, not {a.type}")
         ty = math_result([_weak(a) for a in args])
         vals = [lw.coerce(a, ty, node) for a in args]
-        result = T.BOOL if name in ("isnan", "isinf") else ty
+        result = T.BOOL if name in MATH_PREDICATES else ty
         return lw.value(f"math.{name}", vals, result, node=node)
     return lower
 
 
+def _spellings(name: str) -> list:
+    np_name = sycl_math.NUMPY_NAMES.get(name, name)
+    return [getattr(sycl_math, name), getattr(math, sycl_math.MATH_NAMES.get(name, name), None),
+            getattr(np, np_name, None) if np_name is not None else None]
+
+
 for _name, _n in MATH_FUNCTIONS.items():
-    _np_name = sycl_math.NUMPY_NAMES.get(_name, _name)
-    add_builtin(f"math.{_name}", [getattr(sycl_math, _name), getattr(math, _name, None),
-                                  getattr(np, _np_name, None)],
+    add_builtin(f"math.{_name}", _spellings(_name),
                 f"{_name}: IR op math.{_name}; float32 stays float32, integers compute in float64"
                 )(_math_rule(_name, _n))
+
+
+def _float_operand(lw, node, name: str):
+    """The one argument of ``name`` as a float value (integers compute in float64)."""
+    (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, name, weak=True)]
+    if isinstance(x, Value) and not isinstance(x.type, T.ScalarType):
+        lw.error(node, f"{name}() takes scalars, not {x.type}")
+    return lw.coerce(x, math_result([_weak(x)]), node)
+
+
+def _math_op(lw, name: str, args: list, node):
+    return lw.value(f"math.{name}", args, T.BOOL if name in MATH_PREDICATES else args[0].type,
+                    node=node)
+
+
+@add_builtin("math.ldexp", [sycl_math.ldexp, math.ldexp, np.ldexp])
+def _ldexp(lw, node):
+    """ldexp(x, n): IR op math.ldexp (x * 2**n, exactly; n as int32)."""
+    x, n = [lw.operand(a, node) for a in _args(lw, node, 2, "ldexp", weak=True)]
+    fx = lw.coerce(x, math_result([_weak(x)]), node)
+    if isinstance(n, Value) and not (isinstance(n.type, T.ScalarType) and n.type.is_int):
+        lw.error(node.args[1], f"ldexp's exponent is an integer, not {n.type}")
+    return lw.value("math.ldexp", [fx, lw.coerce(n, T.I32, node)], fx.type, node=node)
+
+
+def _scale_rule(name: str, factor: float):
+    def lower(lw, node):
+        x = _float_operand(lw, node, name)
+        return lw.value("mul", [x, lw.const(factor, x.type, node)], x.type, node=node)
+    return lower
+
+
+add_builtin("math.degrees", [sycl_math.degrees, math.degrees, np.degrees, np.rad2deg],
+            "degrees(x): x * (180 / pi)")(_scale_rule("degrees", 180 / math.pi))
+add_builtin("math.radians", [sycl_math.radians, math.radians, np.radians, np.deg2rad],
+            "radians(x): x * (pi / 180)")(_scale_rule("radians", math.pi / 180))
+
+
+def _select(lw, cond, a, b, node):
+    return lw.value("select", [cond, a, b], a.type, node=node)
+
+
+def _cmp(lw, pred: str, a, b, node):
+    return lw.value("cmp", [a, b], T.BOOL, {"pred": pred}, node=node)
+
+
+@add_builtin("math.sign", [sycl_math.sign, np.sign])
+def _sign(lw, node):
+    """np.sign(x): 1, -1, 0 (NaN stays NaN), in x's type."""
+    (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, "sign", weak=True)]
+    x = lw.materialize(x, node)
+    if not isinstance(x.type, T.ScalarType):
+        lw.error(node, f"sign() takes scalars, not {x.type}")
+    zero, one, minus = (lw.const(v, x.type, node) for v in (0, 1, -1))
+    rest = _select(lw, _math_op(lw, "isnan", [x], node), x, zero, node) \
+        if x.type.is_float else zero
+    rest = _select(lw, _cmp(lw, "lt", x, zero, node), minus, rest, node)
+    return _select(lw, _cmp(lw, "gt", x, zero, node), one, rest, node)
+
+
+@add_builtin("math.modf", [sycl_math.modf, math.modf, np.modf])
+def _modf(lw, node):
+    """modf(x) -> (fractional part, integral part), each with the sign of x; +-inf gives
+    (+-0, +-inf), as C and Python do."""
+    x = _float_operand(lw, node, "modf")
+    whole = _math_op(lw, "trunc", [x], node)
+    part = lw.value("sub", [x, whole], x.type, node=node)
+    part = _select(lw, _math_op(lw, "isinf", [x], node), lw.const(0.0, x.type, node), part, node)
+    return TupleVal((_math_op(lw, "copysign", [part, x], node), whole))
+
+
+@add_builtin("math.sincos", [sycl_math.sincos])
+def _sincos(lw, node):
+    """sincos(x) -> (sin(x), cos(x))."""
+    x = _float_operand(lw, node, "sincos")
+    return TupleVal((_math_op(lw, "sin", [x], node), _math_op(lw, "cos", [x], node)))
+
+
+@add_builtin("math.fract", [sycl_math.fract])
+def _fract(lw, node):
+    """fract(x) -> (min(x - floor(x), the float below 1), floor(x)); +-inf gives +-0 and
+    NaN NaN, as OpenCL's fract."""
+    x = _float_operand(lw, node, "fract")
+    below_one = float(np.nextafter(x.type.dtype.type(1), x.type.dtype.type(0)))
+    floor = _math_op(lw, "floor", [x], node)
+    diff = lw.value("sub", [x, floor], x.type, node=node)
+    part = _math_op(lw, "fmin", [diff, lw.const(below_one, x.type, node)], node)
+    zero = _math_op(lw, "copysign", [lw.const(0.0, x.type, node), x], node)
+    part = _select(lw, _math_op(lw, "isnan", [x], node), x, part, node)   # fmin drops NaN
+    return TupleVal((_select(lw, _math_op(lw, "isinf", [x], node), zero, part, node), floor))
+
+
+def _relaxed_rules(space: str, ns) -> None:
+    """``sycl.math.native.*`` / ``half_precision.*``: the full-accuracy ops (``cos``,
+    ``powr``... are the sycl.math functions themselves; recip, divide and exp10 are
+    their own)."""
+    add_builtin(f"math.{space}.recip", [ns.recip], f"sycl.math.{space}.recip: 1 / x")(
+        lambda lw, node: (lambda x: lw.value("div", [lw.const(1.0, x.type, node), x], x.type,
+                                             node=node))(_float_operand(lw, node, "recip")))
+    add_builtin(f"math.{space}.divide", [ns.divide], f"sycl.math.{space}.divide: x / y")(
+        lambda lw, node: lw.binop("div", *[lw.operand(a, node) for a in
+                                           _args(lw, node, 2, "divide", weak=True)], node))
+    add_builtin(f"math.{space}.exp10", [ns.exp10], f"sycl.math.{space}.exp10: 10 ** x")(
+        lambda lw, node: (lambda x: _math_op(lw, "pow", [lw.const(10.0, x.type, node), x],
+                                             node))(_float_operand(lw, node, "exp10")))
+
+
+_relaxed_rules("native", sycl_math.native)
+_relaxed_rules("half_precision", sycl_math.half_precision)
 
 
 @add_builtin("abs", [py.abs, np.abs, np.absolute])

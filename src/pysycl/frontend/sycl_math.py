@@ -10,13 +10,32 @@ from __future__ import annotations
 
 import numpy as np
 
+import math
+
 from ..ir.ops import MATH_FUNCTIONS
 
-__all__ = sorted(MATH_FUNCTIONS)
+# Functions of the kernel language beyond the IR's math ops (built from them).
+EXTRA = ("ldexp", "degrees", "radians", "sign", "modf", "sincos", "fract")
+__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, "native", "half_precision"])
 
-# NumPy spellings of the SYCL names that differ (used here and by frontend.builtins).
+# NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
+# None: NumPy's function of that name means something else (np.remainder is the floored
+# modulo, not IEEE remainder) or NumPy has none.
 NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
-               "pow": "power", "round": "round"}
+               "pow": "power", "round": "round", "asinh": "arcsinh", "acosh": "arccosh",
+               "atanh": "arctanh", "remainder": None, "erf": None, "erfc": None,
+               "tgamma": None, "lgamma": None}
+# Python ``math`` spellings that differ.
+MATH_NAMES = {"tgamma": "gamma"}
+
+
+def _elementwise(fn):
+    """A ``math`` function applied to scalars or arrays, in the argument's precision."""
+    def run(*args):
+        out = np.vectorize(fn, otypes=[np.float64])(*args)
+        kind = np.result_type(*args)
+        return out.astype(kind) if kind.kind == "f" else out
+    return run
 
 
 def _host(name):
@@ -24,7 +43,10 @@ def _host(name):
         return lambda x: 1 / np.sqrt(x)
     if name == "fma":
         return lambda a, b, c: a * b + c
-    return getattr(np, NUMPY_NAMES.get(name, name))
+    np_name = NUMPY_NAMES.get(name, name)
+    if np_name is not None and hasattr(np, np_name):
+        return getattr(np, np_name)
+    return _elementwise(getattr(math, MATH_NAMES.get(name, name)))
 
 
 for _name in MATH_FUNCTIONS:
@@ -38,3 +60,64 @@ for _name in MATH_FUNCTIONS:
         return fn
     globals()[_name] = _make()
 del _name, _f
+
+
+def ldexp(x, n):
+    """sycl.math.ldexp: ``x * 2**n``, exactly."""
+    return np.ldexp(x, n)
+
+
+def degrees(x):
+    """sycl.math.degrees: radians to degrees."""
+    return np.degrees(x)
+
+
+def radians(x):
+    """sycl.math.radians: degrees to radians."""
+    return np.radians(x)
+
+
+def sign(x):
+    """sycl.math.sign: 1, -1 or 0 (NaN stays NaN), as ``np.sign``."""
+    return np.sign(x)
+
+
+def modf(x):
+    """sycl.math.modf: ``(fractional part, integral part)``, both with the sign of x."""
+    return np.modf(x)
+
+
+def sincos(x):
+    """sycl.math.sincos: ``(sin(x), cos(x))``."""
+    return np.sin(x), np.cos(x)
+
+
+def fract(x):
+    """sycl.math.fract: ``(x - floor(x)`` below 1, ``floor(x))``."""
+    floor = np.floor(x)
+    below_one = np.nextafter(np.ones_like(x), 0)
+    part = np.where(np.isinf(x), np.copysign(np.zeros_like(x), x),
+                    np.minimum(x - floor, below_one))
+    return part, floor
+
+
+class _Relaxed:
+    """``sycl.math.native`` / ``sycl.math.half_precision``: SYCL's reduced-accuracy forms
+    (4.17.5); here they compute as accurately as the full forms."""
+
+    def __init__(self, name: str):
+        self._name = name
+        for fn in ("cos", "exp", "exp2", "log", "log2", "log10", "rsqrt", "sin", "sqrt", "tan"):
+            setattr(self, fn, globals()[fn])
+        self.powr = globals()["pow"]
+        self.exp10 = lambda x: np.power(10, x)
+        self.recip = lambda x: 1 / x
+        self.divide = lambda x, y: x / y
+
+    def __repr__(self):
+        return f"sycl.math.{self._name}"
+
+
+native = _Relaxed("native")
+half_precision = _Relaxed("half_precision")
+

@@ -72,10 +72,16 @@ MATH_FUNCTIONS = {
     "tanh": 1, "fabs": 1, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
     "isnan": 1, "isinf": 1, "pow": 2, "atan2": 2, "fmin": 2, "fmax": 2, "copysign": 2,
     "fma": 3,
+    "erf": 1, "erfc": 1, "log1p": 1, "expm1": 1, "cbrt": 1, "tgamma": 1, "lgamma": 1,
+    "asinh": 1, "acosh": 1, "atanh": 1, "isfinite": 1, "hypot": 2, "fmod": 2, "remainder": 2,
 }
+# The math functions that answer a question about their operand (result bool).
+MATH_PREDICATES = frozenset({"isnan", "isinf", "isfinite"})
 for _n, _k in MATH_FUNCTIONS.items():
     _op(f"math.{_n}", _k, 0, "value", [],
-        f"{_n} in the operand precision (float32 stays float32); isnan/isinf give bool.")
+        f"{_n} in the operand precision (float32 stays float32); isnan/isinf/isfinite "
+        "give bool.")
+_op("math.ldexp", 2, 0, "value", [], "x * 2**n: float operand 0, i32 operand 1, exactly.")
 
 # Aggregates ----------------------------------------------------------------------
 _op("struct.make", None, 0, "value", [], "Build a struct value from its fields in order.")

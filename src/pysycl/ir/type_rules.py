@@ -19,8 +19,8 @@ from typing import Callable
 import numpy as np
 
 from .core import Module, Op
-from .ops import MATH_FUNCTIONS
-from .types import (BOOL, I64, AccessorType, ArrayType, LocalAccessorType, PointerType,
+from .ops import MATH_FUNCTIONS, MATH_PREDICATES
+from .types import (BOOL, I32, I64, AccessorType, ArrayType, LocalAccessorType, PointerType,
                     ScalarType, StructType, TupleType, Type, VecType)
 
 Rule = Callable[[Op, Module], "str | None"]
@@ -114,9 +114,16 @@ def _select(op: Op, m: Module) -> str | None:
 
 @_rule(*(f"math.{n}" for n in MATH_FUNCTIONS))
 def _math(op: Op, m: Module) -> str | None:
-    if op.name in ("math.isnan", "math.isinf"):
+    if op.name[5:] in MATH_PREDICATES:
         return None if _bool_like(op.type) else f"{op.name} gives bool, not {op.type}"
     return _same_as_result(op, range(len(op.operands)))
+
+
+@_rule("math.ldexp")
+def _ldexp(op: Op, m: Module) -> str | None:
+    if op.operands[1].type != I32:
+        return f"the exponent has type {op.operands[1].type}, expected i32"
+    return _same_as_result(op, (0,))
 
 
 @_rule("struct.make")

@@ -70,7 +70,9 @@ SYNC_SCOPES = {"work_item": "block", "sub_group": "block", "work_group": "block"
 # IR math functions computed by libdevice (f32 name gets the "f" suffix). The others map
 # to PTX instructions through LLVM intrinsics (sqrt.rn, abs, cvt.rmi, fma.rn, ...).
 LIBDEVICE_MATH = frozenset({"exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan",
-                            "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "atan2"})
+                            "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "atan2",
+                            "erf", "erfc", "log1p", "expm1", "cbrt", "tgamma", "lgamma",
+                            "asinh", "acosh", "atanh", "hypot", "fmod", "remainder"})
 
 
 
@@ -247,6 +249,12 @@ class CudaLowering(DeviceDimsLowering):
 
     # Math ---------------------------------------------------------------------------------
     def math(self, ctx: LoweringContext, name: str, args: list, result_type):
+        if name == "ldexp":    # __nv_ldexpf(float, int)
+            x, n = args
+            if not isinstance(x.type, (ll.FloatType, ll.DoubleType)):
+                return None
+            symbol = "__nv_ldexpf" if isinstance(x.type, ll.FloatType) else "__nv_ldexp"
+            return _call(ctx, symbol, x.type, args)
         if name not in LIBDEVICE_MATH:
             return None
         return libdevice_call(ctx, name, args)

@@ -90,7 +90,10 @@ OPENCL_MATH = {"sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "log": "log", "log2
                "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
                "fabs": "fabs", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
                "round": "rint", "pow": "pow", "atan2": "atan2", "fmin": "fmin",
-               "fmax": "fmax", "copysign": "copysign", "fma": "fma"}
+               "fmax": "fmax", "copysign": "copysign", "fma": "fma",
+               **{n: n for n in ("erf", "erfc", "log1p", "expm1", "cbrt", "tgamma",
+                                 "lgamma", "asinh", "acosh", "atanh", "hypot", "fmod",
+                                 "remainder")}}
 
 # Work-item builtins (SPIR-V style, mangled: §1.1).
 _WI_BUILTIN = {"global_id": "__spirv_BuiltInGlobalInvocationId",
@@ -239,6 +242,10 @@ class OpenClLowering(DeviceDimsLowering):
             return b.fdiv(one, opencl_math(ctx, "sqrt", args))
         if name in OPENCL_MATH:
             return opencl_math(ctx, OPENCL_MATH[name], args)
+        if name == "ldexp":    # ldexp(gentype x, int n): the exponent mangles as int
+            return _builtin_call(ctx, mangled("ldexp", _mangle_lltype(args[0].type) +
+                                              _mangle_lltype(args[1].type)),
+                                 args[0].type, args)
         return None
 
     def atomic_scope(self, scope: str) -> str:
