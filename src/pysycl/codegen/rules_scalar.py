@@ -263,6 +263,11 @@ def compare(ctx, pred: str, a, b, s: ScalarType):
     return (bld.icmp_signed if s.is_signed else bld.icmp_unsigned)(pred, a, b)
 
 
+@rule("bitcast")
+def lower_bitcast(ctx, op):
+    return ctx.builder.bitcast(ctx.get(op.operands[0]), ctx.vtype(op.type))
+
+
 @rule("cmp")
 def lower_cmp(ctx, op):
     a, b = ctx.operands(op)

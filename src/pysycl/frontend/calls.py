@@ -180,6 +180,8 @@ class CallRules:
                 return self.index_method(base, name, node)
             if isinstance(t, (T.AccessorType, T.LocalAccessorType)):
                 return self.accessor_method(base, name, node)
+            if isinstance(t, T.VecType):
+                return self.vec_method(base, name, node)
         self.error(node.func, f"'{name}' is not a method of {describe(base) if not isinstance(base, Value) else 'a ' + type_name(base.type) + ' value'}")
 
     def _no_args(self, node, name, expected):

@@ -91,6 +91,17 @@ def _methods_section() -> list[str]:
             "| `acc.get_offset(d)`, `acc.get_offset()` (buffer accessors) | `acc.offset` |",
             "| `acc.get_pointer()`, `acc.get_multi_ptr()` | `acc.base` (a `local_accessor`: "
             "`acc.ptr` at 0) |", ""]
+    out += ["### `sycl.vec` values", "",
+            "| form | IR |", "|---|---|",
+            "| `a < b`, `a == v`... (a vec side) | `cmp` to vec<bool>, then `cast` and `neg`: "
+            "a mask vec of -1/0 in the signed integer of the element's size |",
+            "| `m1 & m2`, `m1 \\| m2`, `m1 ^ m2`, `~m` on masks | `and`, `or`, `xor`, `not` "
+            "(C++'s `&&`, `\\|\\|`, `!` on masks) |",
+            "| `v.x`, `v.zyx`, `v.rgba`, `v.s0`..`v.sF`, `v.lo`/`hi`/`even`/`odd` (also as "
+            "methods), `v.swizzle(i, ...)` | `vec.get`, `vec.make` |",
+            "| `v.as_(vec_type)` | `bitcast` (same size) |",
+            "| `v.convert(dtype)` | `cast` element by element |",
+            "| `v.size()`, `v.byte_size()` | constants |", ""]
     rmw = [f"| `{m}(v)` | `atomic.rmw {{op={op}}}` |" for m, op in sorted(ATOMIC_RMW.items())]
     out += ["### `sycl.atomic_ref`", "",
             "Types: " + ", ".join(f"`{t}`" for t in sorted(str(t) for t in catalogue.ATOMIC_TYPES))

@@ -26,6 +26,7 @@ from .diagnostics import error_at
 from .expressions import ExpressionRules
 from .lowering import LoweringBase, stored_roots, type_name
 from .memory import MemoryRules
+from .vectors import VecRules
 from .signature import (annotations_of, check_plain_params, defaults_of, ir_properties,
                         ir_type, is_dtype_like, kernel_signature, param_info, param_kind)
 from .statements import StatementRules
@@ -34,7 +35,8 @@ from .typing_rules import default_type
 from .values import HANDLES, Lit, Obj, SpecPlaceholder, TupleVal
 
 
-class FunctionLowerer(StatementRules, ExpressionRules, MemoryRules, CallRules, LoweringBase):
+class FunctionLowerer(StatementRules, ExpressionRules, MemoryRules, CallRules, VecRules,
+                      LoweringBase):
     """Lowers one Python function body into ``func.body``."""
 
     def lower_into(self, func: Function, slot_params: list[Param]) -> None:

@@ -194,8 +194,10 @@ class ExpressionRules:
         a, b = self.operand(a, node), self.operand(b, node)
         if isinstance(a, Lit) and isinstance(b, Lit):
             return Lit(PY_CMPS[pred](a.value, b.value))
+        if any(isinstance(x, Value) and isinstance(x.type, T.VecType) for x in (a, b)):
+            return self.vec_compare(pred, a, b, node)
         if not all(isinstance(x, (Lit, Weak)) or isinstance(x.type, T.ScalarType) for x in (a, b)):
-            self.error(node, "only scalars can be compared in kernel code")
+            self.error(node, "only scalars and vecs can be compared in kernel code")
         try:
             ty = compare_operand_type(self._cmp_type(a, b), self._cmp_type(b, a))
         except TypeError as e:

@@ -80,6 +80,8 @@ class MemoryRules:
         if isinstance(base, Value) and isinstance(base.type, T.StructType):
             field = self._field(base.type, attr, node)
             return self.value("struct.get", [base], field.type, {"field": attr}, node)
+        if isinstance(base, Value) and isinstance(base.type, T.VecType):
+            return self.vec_attribute(base, attr, node)
         if isinstance(base, Obj):
             return self._py_attribute(base.value, node)
         what = type_name(base.type) if isinstance(base, Value) else type(base).__name__

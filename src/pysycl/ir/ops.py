@@ -63,6 +63,7 @@ for _n, _d in [("neg", "-a"), ("not", "~a on ints, logical not on bool"), ("abs"
     _op(_n, 1, 0, "value", [], _d)
 _op("cmp", 2, 0, "value", ["pred"], "Compare; pred in eq, ne, lt, le, gt, ge; result bool.")
 _op("cast", 1, 0, "value", [], "Convert to the result type like NumPy astype (float->int truncates).")
+_op("bitcast", 1, 0, "value", [], "The same bits as another type of the same size (vec.as).")
 _op("select", 3, 0, "value", [], "c ? a : b without short-circuit.")
 
 MATH_FUNCTIONS = {

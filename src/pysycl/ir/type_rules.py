@@ -105,6 +105,16 @@ def _cmp(op: Op, m: Module) -> str | None:
     return None if _bool_like(op.type) else f"cmp gives bool, not {op.type}"
 
 
+@_rule("bitcast")
+def _bitcast(op: Op, m: Module) -> str | None:
+    def bits(t):
+        return t.elem.size * t.n if isinstance(t, VecType) else getattr(t, "size", None)
+    a = op.operands[0].type
+    if not isinstance(a, (VecType, ScalarType)) or bits(a) != bits(op.type):
+        return f"bitcast of {a} to {op.type}: sizes differ"
+    return None
+
+
 @_rule("select")
 def _select(op: Op, m: Module) -> str | None:
     if not _bool_like(op.operands[0].type):
