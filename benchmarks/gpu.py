@@ -460,7 +460,19 @@ def bench_launch(t: Table, q, cp, launches: int = 10_000) -> dict:
         sec = gpu_time(burst, queue.wait, reps=1, rounds=3) / launches if ok else None
         res[label] = t.add(wl, label, sec, ok)
     if cp is not None:
+        # The same launch with CuPy's arrays as the kernel's arguments (no USM).
         ca, cb = cp.asarray(host), cp.empty(n, cp.float32)
+        q.parallel_for(sycl.range(n), tiny, ca, cb).wait()
+        ok = np.array_equal(cp.asnumpy(cb), host)
+        pf, r = q.parallel_for, sycl.range(n)
+
+        def foreign_burst():
+            for _ in range(launches):
+                pf(r, tiny, ca, cb)
+            q.wait()
+        sec = gpu_time(foreign_burst, q.wait, reps=1, rounds=3) / launches if ok else None
+        res["pysycl q.parallel_for, CuPy array arguments"] = t.add(
+            wl, "pysycl q.parallel_for, CuPy array arguments", sec, ok)
         k = cp.RawKernel(CUPY_TINY, "tiny")
         k((1,), (n,), (ca, cb))
         ok = np.array_equal(cp.asnumpy(cb), host)
@@ -632,7 +644,8 @@ def main(argv=None) -> int:
     if "launch" in only:
         lr = bench_launch(t, q, cp, 1000 if args.quick else 10_000)
         for label in ("pysycl q.parallel_for (default queue)",
-                      "pysycl q.parallel_for (in_order queue)"):
+                      "pysycl q.parallel_for (in_order queue)",
+                      "pysycl q.parallel_for, CuPy array arguments"):
             summary[f"launch_ratio_vs_cupy: {label}"] = _ratio(lr.get(label), lr.get("cupy"))
     if "fir" in only:
         f = bench_fir(t, q, (1 << 20) if args.quick else (1 << 24))
