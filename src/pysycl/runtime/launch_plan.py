@@ -13,8 +13,7 @@ the queue's stream), and each launch then does only what can change:
 2. the arguments are packed (``runtime/args.py``): a wrong argument is a synchronous
    ``sycl.exception`` and nothing is recorded;
 3. a launch with nothing to wait on (no ``depends_on``, no accessors, no pending
-   predecessor on an in-order queue, no profiling) is issued at once
-   (:meth:`LaunchPlan.issue`); any other becomes a command that the scheduler starts
+   predecessor on an in-order queue, no profiling) is issued at once; any other becomes a command that the scheduler starts
    once its dependencies completed (``queue._submit``).
 
 Either way the queue records the launch's event in one place, ``queue._record``.
@@ -26,7 +25,8 @@ from __future__ import annotations
 
 from ..errors import errc, exception
 from . import args as args_mod
-from .event import STREAM, _token_done, complete, issued_event, new_event, set_token
+from .event import (STREAM, _token_done, complete, event, issued_event, new_event,
+                    set_token)
 from .handler import handler
 from .ranges import SINGLE_TASK, launch_range
 from .ranges import range as range_cls
@@ -36,14 +36,15 @@ class LaunchPlan:
     """Launching one kernel (one launcher: kernel, device, bundle, spec-constant values,
     launch properties) on one queue.
 
-    ``enqueue(range, args, deps)`` is the whole launch; ``issue`` is its fast case.
+    ``enqueue(range, args, deps)`` is the whole launch; its fast case (nothing to wait
+    on) issues it at once, ``issue_in_order`` on an in-order queue.
     ``bound`` is the driver's launch bound to the queue's stream, looked up at the first
     launch without a global offset (a launch with one goes through the launcher's
     general ``launch``)."""
 
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
-                 "poll", "cgh", "last_space")
+                 "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -67,6 +68,14 @@ class LaunchPlan:
         self.bound = None
         # Launch tokens worth asking about at issue (native CPU: complete on return).
         self.poll = not queue._driver.launch_tokens_pending
+        # The queue's backend stream runs commands in issue order.
+        self.stream_ordered = queue._stream_in_order
+        # The one event of every launch that finished before the driver returned (nothing
+        # in it changes once complete; failed launches get events of their own).
+        self.done_event = event()
+        self.done_event._queue = queue
+        self.done_event._kind = STREAM
+        self.done_token = None   # a token seen complete: tokens never become incomplete
         # Packers read the queue through a handler; this one never holds a command.
         self.cgh = handler(queue)
         # (range object, (global size, local size, offset)) of the last launch over an
@@ -95,7 +104,27 @@ class LaunchPlan:
             run = self.command(global_size, local_size, offset, packed, local_bytes, keep,
                                accs)
             return self.queue._submit(STREAM, run, deps, accs)
-        return self.issue(global_size, local_size, offset, packed, local_bytes, keep)
+        queue = self.queue
+        if queue._in_order:
+            return self.issue_in_order(global_size, local_size, offset, packed, local_bytes,
+                                       keep)
+        # Nothing to wait on, out of order: issue now. (Inline: this is every launch of a
+        # launch loop.) A driver error is the launch's asynchronous error.
+        bound = self.bound
+        try:
+            if offset is None and bound is not None:
+                tok = bound(global_size, local_size, packed, local_bytes)
+            else:
+                tok = self._launch(global_size, local_size, offset, packed, local_bytes)
+        except Exception as error:  # noqa: BLE001 - asynchronous, as a command's
+            return queue._failed(error)
+        if not self.poll:   # (not asked whether the launch it just issued is complete)
+            return queue._record(issued_event(queue, STREAM, tok,
+                                              keep.__len__ if keep else None))
+        if tok is None or tok is self.done_token or _token_done(tok):
+            self.done_token = tok   # complete: nothing for wait() to wait for
+            return self.done_event
+        return queue._record(self._event(tok, keep))
 
     def index_space(self, space):
         """``(global size, local size or None, offset or None)`` of ``space``, checked
@@ -138,31 +167,21 @@ class LaunchPlan:
         return run
 
     # The fast case: nothing to wait on ---------------------------------------------------
-    def issue(self, global_size, local_size, offset, packed, local_bytes, keep):
-        """Issue the launch now and return its event. On an in-order queue the launch is
-        issued and recorded as the queue's newest command under the queue's lock (no
-        other thread's command comes between); when the newest command is still to be
-        waited for, the launch becomes a command that waits for it (``queue._submit``).
-        A driver error is the launch's asynchronous error."""
+    def issue_in_order(self, global_size, local_size, offset, packed, local_bytes, keep):
+        """Issue the launch now on an in-order queue, and record it as the queue's newest
+        command, both under the queue's lock (no other thread's command comes between);
+        when the newest command is still to be waited for, the launch becomes a command
+        that waits for it (``queue._submit``)."""
         queue = self.queue
         bound = self.bound
-        if not queue._in_order:
-            try:
-                if offset is None and bound is not None:
-                    tok = bound(global_size, local_size, packed, local_bytes)
-                else:
-                    tok = self._launch(global_size, local_size, offset, packed, local_bytes)
-            except Exception as error:  # noqa: BLE001 - asynchronous, as a command's
-                return queue._failed(error)
-            if self.poll and (tok is None or tok is queue._done_token or _token_done(tok)):
-                queue._done_token = tok   # complete: nothing for wait() to wait for
-                return queue._done_event
-            return queue._record(self._event(tok, keep))
         lock = queue._lock
         lock.acquire()   # (cheaper than ``with``, which shows per launch)
         try:
             last = queue._last
-            if last is None or last._done and last._error is None or \
+            # (Inline, the common cases of queue._follows_at_once: nothing before it, a
+            # complete command, or this queue's newest launch on its in-order stream.)
+            if last is None or last._error is None and (
+                    last._done or last is queue._issued and self.stream_ordered) or \
                     queue._follows_at_once(last):
                 try:
                     if offset is None and bound is not None:
@@ -173,10 +192,12 @@ class LaunchPlan:
                 except Exception as error:  # noqa: BLE001 - reported below, unlocked
                     failure = error
                 else:
-                    if self.poll and (tok is None or tok is queue._done_token or
-                                      _token_done(tok)):
-                        queue._done_token = tok
-                        return queue._record(queue._done_event)
+                    if not self.poll:
+                        return queue._record(issued_event(queue, STREAM, tok,
+                                                          keep.__len__ if keep else None))
+                    if tok is None or tok is self.done_token or _token_done(tok):
+                        self.done_token = tok
+                        return queue._record(self.done_event)
                     return queue._record(self._event(tok, keep))
             else:
                 failure = None
@@ -198,19 +219,15 @@ class LaunchPlan:
                                     local_bytes)
 
     def _event(self, tok, keep):
-        """The event of a launch the driver issued, token ``tok``, not complete as far
-        as anyone asked: it holds ``keep`` until it completes."""
-        queue = self.queue
-        if self.poll:
-            ev = new_event(queue, STREAM, None)
-            ev._started = True
-            if keep:
-                ev._run = keep.__len__   # holds interop objects until the command completes
-            set_token(ev, tok)
-            return ev
-        # Without asking the driver whether the launch it just issued is complete (a fresh
-        # event nobody waits on or watches yet).
-        return issued_event(queue, STREAM, tok, keep.__len__ if keep else None)
+        """The event of a launch the driver issued, token ``tok``, found not complete:
+        it holds ``keep`` (interop objects) until it completes. (Where the driver's
+        tokens are never complete at issue, ``issued_event`` makes it unasked.)"""
+        ev = new_event(self.queue, STREAM, None)
+        ev._started = True
+        if keep:
+            ev._run = keep.__len__
+        set_token(ev, tok)
+        return ev
 
 
 _NO_RANGE = object()

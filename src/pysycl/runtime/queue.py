@@ -148,12 +148,6 @@ class queue:
         self._launchers = LRU(config.max_programs)
         # kernel -> its LaunchPlan here (launches with nothing of their own).
         self._plans: dict = {}
-        # The one complete event of every launch that finished before the driver returned
-        # (nothing in it changes once complete; failed launches get events of their own).
-        self._done_event = event()
-        self._done_event._queue = self
-        self._done_event._kind = STREAM
-        self._done_token = None
 
     def _create_stream(self):
         return self._driver.create_stream(self._desc, self._profiling,
