@@ -667,8 +667,9 @@ class Summary:
 
 def run(cases: int, seed: int = 0, jobs: int = 1, out: Path | None = None,
         timeout: float = 60.0, recycle: int = 2000, progress: float = 0.0,
-        verbose: bool = False) -> Summary:
-    """Run ``cases`` cases on ``jobs`` workers; failing cases are written to ``out``."""
+        verbose: bool = False, minutes: float | None = None) -> Summary:
+    """Run ``cases`` cases on ``jobs`` workers (no new case after ``minutes``, if
+    given); failing cases are written to ``out``."""
     workdir = Path(tempfile.mkdtemp(prefix="pysycl-fuzz-run-"))
     # The run's own kernel cache and signing key unless the caller chose them (tests do).
     os.environ.setdefault("PYSYCL_CACHE_DIR", str(workdir / "cache"))
@@ -683,8 +684,12 @@ def run(cases: int, seed: int = 0, jobs: int = 1, out: Path | None = None,
     start = time.perf_counter()
     last_print = [start]
 
+    deadline = start + minutes * 60 if minutes else None
+
     def next_case():
         with lock:
+            if deadline is not None and time.perf_counter() > deadline:
+                return None
             return next(counter, None)
 
     def record(index, what, result):

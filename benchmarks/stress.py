@@ -102,11 +102,13 @@ def main(argv=None) -> int:
     fz.add_argument("--seed", type=int, default=0)
     fz.add_argument("--timeout", type=float, default=60.0, help="seconds a case may take")
     fz.add_argument("--out", type=Path, default=Path("fuzz-findings"))
+    fz.add_argument("--minutes", type=float, default=None,
+                    help="start no case after this long (the report says how many ran)")
     args = ap.parse_args(argv)
     if args.what == "fuzz":
         from . import fuzz_syclbin
         summary = fuzz_syclbin.run(args.cases, args.seed, args.jobs, args.out, args.timeout,
-                                   progress=60.0)
+                                   progress=60.0, minutes=args.minutes)
         print(summary.report())
         return 1 if summary.failed() else 0
     if args.what == "specvalues":

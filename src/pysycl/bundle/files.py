@@ -298,6 +298,8 @@ def _rebuilt(module: Module, reg, target_devices: list, values: dict) -> list[de
         if e.code() != errc.build:
             raise
         raise _bad_file(f"its pysycl IR does not build: {_what(e)}") from None
+    except Exception as e:  # noqa: BLE001 - a link pass tripping over the file's IR
+        raise _bad_file(f"its pysycl IR does not build: {type(e).__name__}: {e}") from None
 
 
 def _load_image(am, reg, state: bundle_state, devices, values: dict) -> list[device_image]:

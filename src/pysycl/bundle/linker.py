@@ -292,12 +292,15 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
         llvm_text: list[str] = []
 
         def compile_binary() -> bytes:
-            module = toolchain.clone(lk.module)
-            lower_spec_constants(module, lk.spec_ids, mode, values if mode == "literal" else None)
-            module = toolchain.kernel_passes(module, target)
-            llvm = toolchain.codegen(module, target)
-            llvm_text.append(llvm)
+            # Any failure on the way is the kernel's build error (IR read from a file
+            # may pass the verifier and still break an assumption of a lowering).
             try:
+                module = toolchain.clone(lk.module)
+                lower_spec_constants(module, lk.spec_ids, mode,
+                                     values if mode == "literal" else None)
+                module = toolchain.kernel_passes(module, target)
+                llvm = toolchain.codegen(module, target)
+                llvm_text.append(llvm)
                 return toolchain.target_compile(target, llvm, [lk.name])
             except exception:
                 raise
