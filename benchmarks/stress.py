@@ -1,6 +1,7 @@
 """Long reliability runs: ``python -m benchmarks.stress <what>``.
 
     python -m benchmarks.stress specvalues --values 10000 [--backend native_cpu] [--literal]
+    python -m benchmarks.stress fuzz --cases 100000 [--jobs 2] [--seed 0] [--out DIR]
 
 ``specvalues``: one kernel launched with a new specialization-constant value every time,
 each result checked against NumPy; prints the values run, wrong results, the programs
@@ -8,6 +9,11 @@ alive at the end and the process's resident memory before and after (from
 ``/proc/self/statm``). ``--literal`` builds every value set with its values folded in
 (``PYSYCL_LITERAL_SPEC_BUILDS`` unbounded), so every value is its own program and
 ``PYSYCL_MAX_PROGRAMS`` is what keeps memory bounded.
+
+``fuzz``: ``benchmarks/fuzz_syclbin.py``'s structure-aware mutations of real saved
+bundles, each loaded and run in a worker process (see that file); prints the cases,
+how each ended (refused by ``errc``, ran, wrong, unclean, deaths, hangs), the workers'
+resident memory when started and when replaced, and writes failing cases to ``--out``.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import gc
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -89,7 +96,21 @@ def main(argv=None) -> int:
     sv.add_argument("--literal", action="store_true",
                     help="a build with the values folded in for every value set")
     sv.add_argument("--seed", type=int, default=0)
+    fz = sub.add_parser("fuzz", help="mutated bundle files, loaded and run")
+    fz.add_argument("--cases", type=int, default=100_000)
+    fz.add_argument("--jobs", type=int, default=1, help="worker processes")
+    fz.add_argument("--seed", type=int, default=0)
+    fz.add_argument("--timeout", type=float, default=60.0, help="seconds a case may take")
+    fz.add_argument("--out", type=Path, default=Path("fuzz-findings"))
+    fz.add_argument("--minutes", type=float, default=None,
+                    help="start no case after this long (the report says how many ran)")
     args = ap.parse_args(argv)
+    if args.what == "fuzz":
+        from . import fuzz_syclbin
+        summary = fuzz_syclbin.run(args.cases, args.seed, args.jobs, args.out, args.timeout,
+                                   progress=60.0, minutes=args.minutes)
+        print(summary.report())
+        return 1 if summary.failed() else 0
     if args.what == "specvalues":
         if args.literal:
             os.environ["PYSYCL_LITERAL_SPEC_BUILDS"] = str(10 ** 9)

@@ -1,7 +1,8 @@
 """Fixtures shared by every test folder.
 
 * A temporary ``PYSYCL_CACHE_DIR`` for the whole session (set before any test module is
-  imported), so tests never read or write the user's kernel cache.
+  imported), so tests never read or write the user's kernel cache, and a key folder
+  (``PYSYCL_KEY_DIR``) in it, so bundle files are signed with the session's own key.
 * ``device`` / ``queue``: one parameter per device a test can run on: ``native_cpu``
   (always), ``opencl_cpu`` / ``opencl_gpu`` (marked ``opencl``), ``cuda0``, ``cuda1``...
   (marked ``cuda``). A backend with no device here still shows up as a skipped
@@ -30,6 +31,8 @@ def pytest_configure(config):
     if _SESSION_CACHE is None:
         _SESSION_CACHE = tempfile.mkdtemp(prefix="pysycl-test-cache-")
         os.environ["PYSYCL_CACHE_DIR"] = _SESSION_CACHE
+        # The key that signs bundle files: the session's own, never the user's.
+        os.environ["PYSYCL_KEY_DIR"] = os.path.join(_SESSION_CACHE, "keys")
     # pytest-timeout: a default per-test limit unless the command line gave one.
     if config.pluginmanager.hasplugin("timeout"):
         if getattr(config.option, "timeout", None) is None:

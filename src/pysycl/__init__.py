@@ -31,7 +31,7 @@ from .properties import (alignment, aspect, device_has, device_image_scope, host
                          max_linear_work_group_size, max_work_group_size, no_init, properties,
                          property, property_list, restrict, spec_constant_lowering,
                          sub_group_size, work_group_size, work_group_size_hint)
-from .types import (access_mode, annotated_ptr, global_ptr, kernel_handler, memory_order,
+from .types import (access, access_mode, annotated_ptr, global_ptr, kernel_handler, memory_order,
                     memory_scope, read_only, read_write, struct, vec, write_only)
 from . import detail
 
@@ -47,6 +47,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "device_global": ("pysycl.host_objects:device_global",),
     "math": ("pysycl.frontend.sycl_math",),
     "atomic_ref": ("pysycl.frontend.kernel_api:atomic_ref",),
+    "atomic_fence": ("pysycl.frontend.kernel_api:atomic_fence",),
     "group_barrier": ("pysycl.frontend.kernel_api:group_barrier",),
     "reduce_over_group": ("pysycl.frontend.kernel_api:reduce_over_group",),
     "plus": ("pysycl.frontend.kernel_api:plus",),
@@ -272,7 +273,7 @@ class device(metaclass=_TwoRoleMeta):
 # The public names -----------------------------------------------
 __all__ = sorted({
     "exception", "errc", "compile_error", "kernel", "device", "struct", "vec",
-    "global_ptr", "annotated_ptr", "spec_constant", "kernel_handler", "access_mode",
+    "global_ptr", "annotated_ptr", "spec_constant", "kernel_handler", "access", "access_mode",
     "read_only", "write_only", "read_write", "memory_order", "memory_scope", "detail",
     "properties", "property", "property_list", "work_group_size", "work_group_size_hint", "sub_group_size",
     "device_has", "max_work_group_size", "max_linear_work_group_size", "restrict",

@@ -28,6 +28,16 @@ def cache_dir() -> Path:
     return Path(base) / "pysycl"
 
 
+def key_dir() -> Path:
+    """``PYSYCL_KEY_DIR``: the private folder of this user's secret keys (the key that
+    signs bundle files); default ``$XDG_CONFIG_HOME/pysycl``, else ``~/.config/pysycl``."""
+    explicit = os.environ.get("PYSYCL_KEY_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "pysycl"
+
+
 def dump_stages() -> frozenset[str]:
     """``PYSYCL_DUMP=ir,llvm,spirv,ptx``: stages printed to stderr as they are made."""
     raw = os.environ.get("PYSYCL_DUMP", "")
@@ -121,6 +131,13 @@ def literal_spec_builds() -> int:
         return int(raw)
     raise exception(errc.invalid, f"PYSYCL_LITERAL_SPEC_BUILDS={raw!r}: expected a "
                     "non-negative integer")
+
+
+def trust_bundle_code() -> bool:
+    """``PYSYCL_TRUST_BUNDLE_CODE=1``: run the native code of bundle files that this user
+    did not sign as it is (after its structure is checked), as DPC++ does, instead of
+    building it again from the file's pysycl IR or refusing it (docs/bundle-files.md)."""
+    return os.environ.get("PYSYCL_TRUST_BUNDLE_CODE", "0") not in ("0", "false", "off", "no", "")
 
 
 def cuda_libdevice() -> str | None:

@@ -442,6 +442,16 @@ class memory_order(enum.Enum):
     seq_cst = "seq_cst"
 
 
+class address_space(enum.Enum):
+    """SYCL 2020 ``access::address_space`` (the fourth ``atomic_ref`` template argument)."""
+
+    global_space = "global"
+    local_space = "local"
+    generic_space = "generic"
+    private_space = "private"
+    constant_space = "constant"
+
+
 class memory_scope(enum.Enum):
     """SYCL 2020 ``memory_scope``; values are the IR ``scope`` attribute."""
 
@@ -450,3 +460,12 @@ class memory_scope(enum.Enum):
     work_group = "work_group"
     device = "device"
     system = "system"
+
+
+class access:
+    """``sycl.access``: SYCL's ``access`` namespace (``sycl.access.address_space.local_space``,
+    ``sycl.access.mode.read_write``)."""
+
+    address_space = address_space
+    mode = access_mode
+

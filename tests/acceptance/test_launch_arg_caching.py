@@ -78,7 +78,7 @@ def _assert_axpb(actual, want):
 
 
 def _on_fast_path(q, kernel) -> bool:
-    return bool(q._fast.get(kernel))
+    return q._plans.get(kernel) is not None
 
 
 def test_usm_arguments_change_between_launches(queue, arrays):
@@ -287,7 +287,7 @@ def test_wait_covers_a_launch_issued_while_another_thread_was_in_its_launch(devi
         for _ in range(2):   # the second launch of each kernel takes the fast path
             q.parallel_for(N, add_into, x, y).wait()
             q.parallel_for(N, slow_fill, s, 1).wait()
-        fast = q._fast.get(add_into)
+        fast = q._plans.get(add_into)
         if not fast or fast.bound is None:
             pytest.skip("no bound fast path on this device")
         real = fast.bound

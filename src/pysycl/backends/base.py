@@ -181,6 +181,13 @@ class Compiler(abc.ABC):
         """A readable form of the binary (``device_image.asm``)."""
         return ""
 
+    def check_binary(self, binary: bytes, link: bool = False) -> None:
+        """Raise ``exception(errc.invalid)`` unless ``binary`` is well formed for this
+        target (a binary read from a file, before a driver or linker sees it); ``link``:
+        also link it where linking could crash the process (host code that pysycl did
+        not make), somewhere that a crash is only an answer."""
+        return None
+
 
 class Driver(abc.ABC):
     """Device access for one backend. Handles are opaque to the runtime.

@@ -187,7 +187,7 @@ def image_device_globals(image) -> list[tuple[str, int, bool, bytes]]:
     out = []
     # A warm-start image answers from its property sets (no IR made for this).
     module = None if getattr(image, "is_warm", False) else image.module
-    if module is not None:
+    if module is not None and module.device_globals:
         for d in module.device_globals:
             out.append((d.unique_id, d.type.size, "sycl-device-image-scope" in d.properties,
                         bytes(d.initial)))

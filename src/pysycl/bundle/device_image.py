@@ -41,6 +41,10 @@ GENERIC_TARGET = "generic"
 class device_image:
     """One indivisible unit of compilation/linking (users never construct one)."""
 
+    #: IR read from a bundle file that this user did not sign: code made from it is
+    #: built with bounds checks (``toolchain.checked_builds``).
+    untrusted = False
+
     def __init__(self, state: bundle_state, module: Module | None, kernel_ids: Iterable[kernel_id],
                  *, target: str = GENERIC_TARGET, format: str = "ir", devices: Iterable = (),
                  binary: bytes | None = None, registry: ps.PropertySetRegistry | None = None,

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import os
 
+from .. import config
 from ..errors import errc, exception
 from ..ir.core import Function, Module
 from ..ir.types import U8, ArrayType
 from ..passes.spec_constants import PADDING_LEAF_ID, SpecConstantIds
 from . import property_sets as ps
-from . import syclbin, toolchain
+from . import signing, syclbin, toolchain
 from .device_image import GENERIC_TARGET, bundle_state, device_image, metadata_kernel_properties
 from .kernel_bundle import kernel_bundle
+from .linker import build_for_devices, link_objects
 from .kernel_id import kernel_id_by_name
 
 IMAGE_SET = "PYSYCL/image"
@@ -66,7 +68,9 @@ def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.Abstra
         natives.append(syclbin.NativeImage(
             syclbin.PYSYCL_IR_TARGET, syclbin.PYSYCL_IR_ARCH,
             toolchain.print_ir_with_locs(img.module).encode("utf-8"), "ir"))
-    return syclbin.AbstractModule(reg, irs, natives)
+    am = syclbin.AbstractModule(reg, irs, natives)
+    signing.sign(am)   # the writer's key: its binaries are run as they are when it loads it
+    return am
 
 
 def syclbin_bytes(kb: kernel_bundle) -> bytes:
@@ -160,11 +164,30 @@ def _module_of(am: syclbin.AbstractModule) -> Module | None:
     if not texts:
         return None
     try:
-        return toolchain.parse_ir(texts[0].decode("utf-8"))
-    except exception:
-        raise
-    except Exception as e:
-        raise exception(errc.invalid, f"bundle file: unreadable pysycl IR: {e}") from None
+        module = toolchain.parse_ir(texts[0].decode("utf-8"))
+        # The verifier a pass pipeline runs: ops, attributes, types, SSA form. IR that
+        # fails it is a malformed file, not a program that fails to build.
+        toolchain.verify(module)
+        _check_names(module)
+        return module
+    except exception as e:
+        raise _bad_file(f"its pysycl IR is not valid: {_what(e)}") from None
+    except Exception as e:  # noqa: BLE001 - any parser failure is the file's
+        raise _bad_file(f"unreadable pysycl IR: {type(e).__name__}: {e}") from None
+
+
+def _check_names(module: Module) -> None:
+    """Symbols become LLVM and object-file names: printable text only."""
+    names = [f.name for f in module.functions] + [d.unique_id for d in module.device_globals] \
+        + [s.unique_id for s in module.spec_constants]
+    for name in names:
+        if not name or not name.isprintable():
+            raise _bad_file(f"its pysycl IR names a symbol {name[:60]!r}")
+
+
+def _what(e: exception) -> str:
+    text = str(e)
+    return text if len(text) < 600 else text[:600] + " ..."
 
 
 def _metadata_module(reg: ps.PropertySetRegistry) -> Module:
@@ -201,13 +224,27 @@ def kernel_bundle_from_bytes(ctx, data: bytes, state=None) -> kernel_bundle:
     devices = list(ctx.get_devices())
     images, values = [], {}
     for am in f.abstract_modules:
-        reg = am.property_sets
-        values.update({k: v for k, v in (reg.get(SPEC_VALUES_SET) or {}).items()
-                       if isinstance(v, bytes)})
-        img = _load_image(am, reg, file_state, devices)
-        if img is not None:
-            images.append(img)
+        for k, v in (am.property_sets.get(SPEC_VALUES_SET) or {}).items():
+            if not isinstance(v, bytes):
+                raise _bad_file(f"{SPEC_VALUES_SET} {k[:60]!r} is not a byte array")
+            values[k] = v
+    for am in f.abstract_modules:
+        images += _load_image(am, am.property_sets, file_state, devices, values)
+    _check_one_image_per_kernel(images)
     return kernel_bundle(ctx, devices, file_state, images, values)
+
+
+def _check_one_image_per_kernel(images: list[device_image]) -> None:
+    """A kernel is in one image per target (a file that repeats it could not be
+    linked, nor tell which image a launch means)."""
+    seen: set[tuple[str, str]] = set()
+    for img in images:
+        for kid in img.get_kernel_ids():
+            key = (img.target, kid.get_name())
+            if key in seen:
+                raise _bad_file(f"kernel {kid.get_name()!r} is in two images for target "
+                                f"{img.target}")
+            seen.add(key)
 
 
 def _binaries(am: syclbin.AbstractModule, pysycl_file: bool) -> list[tuple[str, str, bytes]]:
@@ -245,14 +282,37 @@ def _check_cpu_features(reg: ps.PropertySetRegistry) -> None:
                         "(pysycl compile --cpu x86-64-v2) to run it on other CPUs")
 
 
-def _load_image(am, reg, state: bundle_state, devices) -> device_image | None:
+def _rebuilt(module: Module, reg, target_devices: list, values: dict) -> list[device_image]:
+    """The executable images of an unsigned image, made again from its pysycl IR for
+    ``target_devices``: the file's binaries and its kernel, spec-constant and device
+    global sets are not used (they could say anything); its spec values are."""
+    kernels = [kernel_id_by_name(f.name) for f in module.kernels]
+    if not kernels:
+        raise _bad_file("an executable image's pysycl IR holds no kernel")
+    obj = device_image(bundle_state.object, module, kernels)
+    mode = "emulated" if _text(reg, "spec_constant_lowering") == "emulated" else "auto"
+    try:
+        with toolchain.checked_builds():   # nobody vouches for this IR: check its indices
+            return build_for_devices(link_objects([obj]), target_devices, mode, values)
+    except exception as e:
+        if e.code() != errc.build:
+            raise
+        raise _bad_file(f"its pysycl IR does not build: {_what(e)}") from None
+    except Exception as e:  # noqa: BLE001 - a link pass tripping over the file's IR
+        raise _bad_file(f"its pysycl IR does not build: {type(e).__name__}: {e}") from None
+
+
+def _load_image(am, reg, state: bundle_state, devices, values: dict) -> list[device_image]:
     clean = ps.PropertySetRegistry({k: v for k, v in reg.items()
-                                    if k not in (IMAGE_SET, SPEC_VALUES_SET)})
+                                    if k not in (IMAGE_SET, SPEC_VALUES_SET,
+                                                 signing.SIGNATURE_SET)})
     kernels = [kernel_id_by_name(n) for n in reg.get(ps.KERNEL_NAMES) or {}]
     target = _text(reg, "target")
     module = _module_of(am)
     if state is not bundle_state.executable and module is not None:
-        return device_image(state, module, kernels, registry=clean)
+        img = device_image(state, module, kernels, registry=clean)
+        img.untrusted = not signing.verify(am)
+        return [img]
     # An image of SPIR-V (DPC++'s files) or a pysycl executable image.
     binaries = _binaries(am, IMAGE_SET in reg)
     if target is not None:
@@ -267,18 +327,46 @@ def _load_image(am, reg, state: bundle_state, devices) -> device_image | None:
     name, fmt, data = binaries[0]
     devs = _devices_for(target if name == "spirv" and target else name, devices)
     if not devs:
-        return None
+        return []
+    if IMAGE_SET in reg and not signing.verify(am):
+        # pysycl's own image, not signed by this user (or changed since): its binaries
+        # are not run; its IR is built again, or the file's code is trusted on request.
+        if module is not None:
+            return _rebuilt(module, reg, devs, values)
+        if not config.trust_bundle_code():
+            raise _bad_file("an executable image holds native code that this user did "
+                            "not sign and no pysycl IR to build it from again; set "
+                            "PYSYCL_TRUST_BUNDLE_CODE=1 to run the file's code as it is")
     if fmt == "object":
         _check_cpu_features(reg)
+    # Native code this user did not sign, run because the user trusts the file: linked
+    # once where a linker crash cannot end this process.
+    unsigned = IMAGE_SET in reg and not signing.verify(am)
+    toolchain.check_binary(toolchain.device_target(devs[0]), data, link=unsigned)
     if module is None:
         module = _metadata_module(reg)
     # SPIR-V from DPC++ takes its spec constants natively, by SpecId (the leaf IDs
     # of its SYCL/specialization constants set).
     lowering = _text(reg, "spec_constant_lowering") or ("native" if fmt == "spirv" else None)
-    return device_image(state, module, kernels, target=toolchain.device_target_name(devs[0]),
-                        format=_text(reg, "format", fmt), devices=devs, binary=data,
-                        registry=clean, spec_ids=_spec_ids(reg), lowering=lowering,
-                        target_obj=toolchain.device_target(devs[0]))
+    img = device_image(state, module, kernels, target=toolchain.device_target_name(devs[0]),
+                       format=_text(reg, "format", fmt), devices=devs, binary=data,
+                       registry=clean, spec_ids=_spec_ids(reg), lowering=lowering,
+                       target_obj=toolchain.device_target(devs[0]))
+    if unsigned and fmt == "object":
+        _link_now(img)
+    return [img]
+
+
+def _link_now(img: device_image) -> None:
+    """Load a trusted file's native code now, so that code the JIT linker refuses is a
+    malformed file here rather than a build error at the first launch."""
+    for d in img.get_devices():
+        try:
+            img.program(d)
+        except exception as e:
+            if e.code() != errc.build:
+                raise
+            raise _bad_file(f"its native code does not link: {_what(e)}") from None
 
 
 __all__ = ["save_kernel_bundle", "load_kernel_bundle", "GENERIC_TARGET"]

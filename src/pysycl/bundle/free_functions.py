@@ -228,10 +228,14 @@ def link(bundles, devices=None, properties=None) -> kernel_bundle:
                 for img in images if img.binary is not None]
     images = [img for img in images if img.binary is None]
     mode = lowering_from_properties(properties)
-    exe = _warm_link(images, devs, mode, values)
-    if exe is None:
-        linked = link_objects(images)
-        exe = build_for_devices(linked, devs, mode, values)
+    if any(img.untrusted for img in images):
+        # IR from a bundle file no one vouches for: its code is built checked.
+        with toolchain.checked_builds():
+            exe = build_for_devices(link_objects(images), devs, mode, values)
+    else:
+        exe = _warm_link(images, devs, mode, values)
+        if exe is None:
+            exe = build_for_devices(link_objects(images), devs, mode, values)
     exe = list(exe) + [img for img in prebuilt if img.get_devices()]
     return kernel_bundle(ctx, devs, bundle_state.executable, exe, values, objects)
 

@@ -188,20 +188,20 @@ def _warm_default_image(kid: kernel_id, device, mode: str, values) -> device_ima
 # Kernel properties at submit (SYCL 2020 5.8.1, sycl_ext_oneapi_kernel_properties) -------
 def _sycl_range(sizes) -> str:
     """DPC++'s range text: 3 values, padded with leading 1s, SYCL order."""
-    vals = [1] * (3 - len(sizes)) + [int(x) for x in sizes]
-    return "{" + ", ".join(str(v) for v in vals) + "}"
+    values = [1] * (3 - len(sizes)) + [int(size) for size in sizes]
+    return "{" + ", ".join(str(value) for value in values) + "}"
 
 
 def unsupported_reason(props: Mapping[str, str], device) -> str | None:
     """Why a kernel with meta ``props`` cannot run on ``device`` (None: it can)."""
     from ..properties.aspects import aspect
     name = getattr(device, "name", device)
-    for a in _ints(props.get("sycl-device-has")) or ():
+    for number in _ints(props.get("sycl-device-has")) or ():
         try:
-            label = aspect(a).name
-            ok = toolchain.device_has(device, aspect(a))
+            label = aspect(number).name
+            ok = toolchain.device_has(device, aspect(number))
         except ValueError:
-            label, ok = str(a), False
+            label, ok = str(number), False
         if not ok:
             return f"it requires aspect {label} (device_has), which device {name!r} lacks"
     wg = _ints(props.get("sycl-work-group-size"))
@@ -209,10 +209,10 @@ def unsupported_reason(props: Mapping[str, str], device) -> str | None:
         max_items = toolchain.device_info(device, "max_work_item_sizes")
         max_wg = toolchain.device_info(device, "max_work_group_size")
         total = 1
-        for x in wg:
-            total *= x
+        for size in wg:
+            total *= size
         lim = list(max_items or ())[len(max_items or ()) - len(wg):]
-        if (len(lim) == len(wg) and any(x > m for x, m in zip(wg, lim))) or \
+        if (len(lim) == len(wg) and any(size > most for size, most in zip(wg, lim))) or \
                 (max_wg is not None and total > max_wg):
             return (f"its required work-group size {_sycl_range(wg)} exceeds the limits of "
                     f"device {name!r} (max_work_group_size {max_wg}, max_work_item_sizes "
@@ -229,7 +229,7 @@ def unsupported_reason(props: Mapping[str, str], device) -> str | None:
 def _ints(text: str | None):
     if not text:
         return None
-    return tuple(int(x) for x in text.split(",") if x.strip())
+    return tuple(int(item) for item in text.split(",") if item.strip())
 
 
 def check_record_symbol(binary) -> str | None:
@@ -335,17 +335,17 @@ class Launcher:
         reqd = self.reqd_work_group_size
         if local_size is None:
             if reqd and len(reqd) == len(global_size) and \
-                    all(g % r == 0 for g, r in zip(global_size, reqd)):
+                    all(extent % size == 0 for extent, size in zip(global_size, reqd)):
                 return tuple(reqd)
             return None
-        local = tuple(int(x) for x in local_size)
+        local = tuple(int(size) for size in local_size)
         if reqd and tuple(reqd) != local:
             raise exception(errc.nd_range, f"The specified local size {_sycl_range(local)} "
                             "doesn't match the required work-group size specified in the "
                             f"program source {_sycl_range(reqd)}")
         total = 1
-        for x in local:
-            total *= x
+        for size in local:
+            total *= size
         mlin = self.max_linear_work_group_size
         if mlin is not None and total > mlin:
             raise exception(errc.nd_range, "The total number of work-items in the work-group "
@@ -353,7 +353,7 @@ class Launcher:
                             f"({mlin})")
         mwg = self.max_work_group_size
         if mwg:
-            if len(mwg) != len(local) or any(l > m for l, m in zip(local, mwg)):
+            if len(mwg) != len(local) or any(size > most for size, most in zip(local, mwg)):
                 raise exception(errc.nd_range, f"The specified local size {_sycl_range(local)}"
                                 " exceeds the maximum work-group size specified in the "
                                 f"program source {_sycl_range(mwg)}")

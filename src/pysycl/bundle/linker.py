@@ -194,7 +194,7 @@ def _key_digests(ir_digest: str, spec_ids_digest: str, target, mode: str,
     }
     if target.backend == "native_cpu":
         rest["host_cpu"] = toolchain.host_cpu()
-    debug = config.debug_checks()
+    debug = toolchain.build_checks()
     if debug:  # debug builds compile checks in (codegen.debug_checks)
         rest["debug"] = ",".join(sorted(debug))
     parts.update(CacheKey(rest).parts)
@@ -235,7 +235,7 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
     mode = _lowering_for_values(mode, kid.get_name(), target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
     memo = ("warm", group, kid.get_name(), target.name, mode, value_bytes, tuple(devices),
-            config.debug_checks())
+            toolchain.build_checks())
     img = _executables.get(memo)
     if img is not None:
         return img
@@ -279,7 +279,7 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
     value_bytes = lk.spec_ids.buffer(values) if lk.spec_ids.ids else b""
     mode = _lowering_for_values(mode, lk.name, target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
-    memo = (id(lk), target.name, mode, value_bytes, tuple(devices), config.debug_checks())
+    memo = (id(lk), target.name, mode, value_bytes, tuple(devices), toolchain.build_checks())
     img = _executables.get(memo)
     if img is not None:
         return img
@@ -292,12 +292,15 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
         llvm_text: list[str] = []
 
         def compile_binary() -> bytes:
-            module = toolchain.clone(lk.module)
-            lower_spec_constants(module, lk.spec_ids, mode, values if mode == "literal" else None)
-            module = toolchain.kernel_passes(module, target)
-            llvm = toolchain.codegen(module, target)
-            llvm_text.append(llvm)
+            # Any failure on the way is the kernel's build error (IR read from a file
+            # may pass the verifier and still break an assumption of a lowering).
             try:
+                module = toolchain.clone(lk.module)
+                lower_spec_constants(module, lk.spec_ids, mode,
+                                     values if mode == "literal" else None)
+                module = toolchain.kernel_passes(module, target)
+                llvm = toolchain.codegen(module, target)
+                llvm_text.append(llvm)
                 return toolchain.target_compile(target, llvm, [lk.name])
             except exception:
                 raise

@@ -268,6 +268,7 @@ def object_image(img: device_image) -> device_image:
                            registry=image_property_sets(module),
                            translation_unit=img.translation_unit)
         obj._source_image = img  # keeps id(img) valid as a memo key
+        obj.untrusted = img.untrusted
         fp = getattr(img, "_warm_fingerprint", None)
         if fp is not None and not img.imports:
             obj._warm_fingerprint = fp

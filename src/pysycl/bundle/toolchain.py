@@ -10,6 +10,8 @@ without LLVM or a device. Backends are reached only through ``backends.registry`
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 import sys
@@ -159,11 +161,36 @@ def reachable_module(module: Module, roots: Sequence[str]) -> Module:
     return _link.reachable_module(module, list(roots))
 
 
+# Checks compiled into every build in this context besides PYSYCL_DEBUG's: code built
+# from IR that no one vouches for (a bundle file this user did not sign) is checked.
+_extra_checks: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "pysycl_extra_checks", default=frozenset())
+#: What a checked build adds (``config.debug_checks`` with ``PYSYCL_DEBUG=bounds``).
+CHECKED = frozenset({"assert", "bounds"})
+
+
+def build_checks() -> frozenset[str]:
+    """The run-time checks builds compile in now: ``config.debug_checks()`` and those
+    of an enclosing ``checked_builds()``."""
+    return config.debug_checks() | _extra_checks.get()
+
+
+@contextlib.contextmanager
+def checked_builds():
+    """Builds inside compile bounds and assert checks in, as ``PYSYCL_DEBUG=bounds``
+    does: an index out of range stops the work-item and raises ``errc.kernel``."""
+    token = _extra_checks.set(CHECKED)
+    try:
+        yield
+    finally:
+        _extra_checks.reset(token)
+
+
 def kernel_passes(module: Module, target) -> Module:
     """The per-target IR passes after link and spec-constant lowering (native CPU:
     group reductions, work-group fission; devices: what their codegen needs)."""
     from ..passes import pipeline
-    bounds = "bounds" in config.debug_checks()   # a checked build (PYSYCL_DEBUG=bounds)
+    bounds = "bounds" in build_checks()   # a checked build (PYSYCL_DEBUG=bounds)
     pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
           else pipeline.device_kernel_pipeline(bounds))
     return pm.run(module)
@@ -179,7 +206,7 @@ def codegen(module: Module, target) -> str:
         return fn(module, target)
     from ..codegen.module import lower_module
     lowering = registry.get_lowering(target.name)
-    lowering.debug = config.debug_checks()   # PYSYCL_DEBUG: assert and bounds checks
+    lowering.debug = build_checks()   # PYSYCL_DEBUG: assert and bounds checks
     text = str(lower_module(module, lowering))
     _dump("llvm", f"{module.name} for {target.name}", text)
     return text
@@ -214,6 +241,14 @@ def target_compile(target, llvm_ir: str, kernel_names: Sequence[str]) -> bytes:
         if stage in config.dump_stages() and target.binary_format == stage:
             _dump(stage, ", ".join(kernel_names), disassemble(target, binary))
     return binary
+
+
+def check_binary(target, binary: bytes, link: bool = False) -> None:
+    """``errc.invalid`` unless ``binary`` (read from a file) is well formed for ``target``
+    (the target's compiler checks it: an ELF object, a SPIR-V module, PTX text);
+    ``link``: host code is also linked once in a probe process (a linker crash there
+    is an answer, not the end of this process)."""
+    compiler_for(target).check_binary(binary, link)
 
 
 def disassemble(target, binary: bytes) -> str:

@@ -304,7 +304,7 @@ def fingerprint(kfn) -> str | None:
 
 def _common_parts() -> dict[str, str]:
     from . import toolchain
-    debug = config.debug_checks()
+    debug = toolchain.build_checks()
     return {"pysycl": toolchain.pysycl_version(), "codegen_abi": str(toolchain.CODEGEN_ABI),
             "compiler": toolchain.compiler_digest(), "debug": ",".join(sorted(debug))}
 

@@ -343,7 +343,7 @@ def _plain_rmw(ctx, llop: str, ptr, value, vt):
         new = b.select(cmp(pred, value, old), value, old)
     else:  # fmin / fmax: minnum / maxnum, as atomicrmw fmin / fmax
         name = {"fmin": "llvm.minnum", "fmax": "llvm.maxnum"}[llop]
-        fn = ctx.llmodule.declare_intrinsic(name, [vt])
+        fn = ctx.llmodule.declare_intrinsic(name, [vt], ll.FunctionType(vt, [vt, vt]))
         new = b.call(fn, [old, value])
     b.store(new, ptr).pysycl_atomic = True
     return old
@@ -361,6 +361,19 @@ def lower_atomic_cmpxchg(ctx, op):
     pair = bld.cmpxchg(ctx.get(p), e, d, order, FAILURE_ORDERINGS[order])
     old = bld.extract_value(pair, 0)
     return bld.bitcast(old, ctx.vtype(s)) if s.is_float else old
+
+
+@rule("atomic.fence")
+def lower_atomic_fence(ctx, op):
+    """A relaxed fence orders nothing; where a work-group runs on one thread (the native
+    CPU) a fence within the group has no other thread to order against. Otherwise an
+    LLVM fence at system scope: at least as strong as any ``scope`` asked for."""
+    order = op.attrs["order"]
+    local = op.attrs["scope"] in ("work_item", "sub_group", "work_group")
+    if order == "relaxed" or local and getattr(ctx.lowering, "work_group_on_one_thread", False):
+        return None
+    ctx.builder.fence(ORDERINGS[order])
+    return None
 
 
 @rule("atomic.load")

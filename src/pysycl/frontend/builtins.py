@@ -19,8 +19,10 @@ from .._records import FrozenValue
 from ..ir import types as T
 from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
 from ..ir.core import Value
-from ..types import memory_order, memory_scope
+from ..errors import exception
+from ..types import address_space, as_dtype, memory_order, memory_scope
 from . import kernel_api, sycl_math
+from .lowering import type_name
 from .typing_rules import math_result, PY_OPS
 from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, TupleVal, Weak, promo_type
 
@@ -386,12 +388,14 @@ def _enum_attr(lw, fv, enum_cls, node, default) -> str:
 
 
 @add_builtin("sycl.atomic_ref", [kernel_api.atomic_ref])
-def _atomic_ref(lw, node):
-    """atomic_ref(acc_or_ptr, index, order=, scope=) or atomic_ref(acc[i])."""
+def _atomic_ref(lw, node, template=None):
+    """atomic_ref(acc_or_ptr, index, order=, scope=), atomic_ref(acc[i]), or
+    atomic_ref[T, order, scope, space](acc[i]) (``template``: those parameters)."""
     kw = {k.arg: lw.expr(k.value) for k in node.keywords}
     unknown = set(kw) - {"order", "scope"}
-    if unknown or not 1 <= len(node.args) <= 4:
-        lw.error(node, "use sycl.atomic_ref(acc_or_ptr, index, order=..., scope=...)")
+    if unknown or not 1 <= len(node.args) <= 4 or template and (kw or len(node.args) != 1):
+        lw.error(node, "use sycl.atomic_ref(acc_or_ptr, index, order=..., scope=...) or "
+                 "sycl.atomic_ref[T, order, scope, space](acc[i])")
     # order and scope may also come positionally, after the index (C++ template order).
     for key, arg in zip(("order", "scope"), node.args[2:]):
         if key in kw:
@@ -408,9 +412,53 @@ def _atomic_ref(lw, node):
     if place.pointee not in ATOMIC_TYPES:
         lw.error(node, f"atomic_ref does not support {place.pointee}; use int32, int64, uint32, "
                  "uint64, float32 or float64")
+    if template is not None:
+        return _templated(lw, node, place, template)
     order = _enum_attr(lw, kw.get("order"), memory_order, node, memory_order.relaxed)
     scope = _enum_attr(lw, kw.get("scope"), memory_scope, node, memory_scope.device)
     return AtomicHandle(place.value, place.pointee, order, scope)
+
+
+def atomic_ref_template(lw, node, params) -> AtomicHandle:
+    """``sycl.atomic_ref[T, order, scope, space](ref)`` (called by the call rules, which
+    see the subscript)."""
+    return _atomic_ref(lw, node, params)
+
+
+def _templated(lw, node, place, params) -> AtomicHandle:
+    """``atomic_ref[T, order, scope(, space)]``: T must be the referenced element's type
+    and space (when given) where it lives, as C++ would check at compile time."""
+    if not 3 <= len(params) <= 4:
+        lw.error(node.func, "atomic_ref takes [T, order, scope] or [T, order, scope, space]")
+    try:
+        want = T.type_from_dtype(as_dtype(params[0]))
+    except (TypeError, ValueError, exception):
+        lw.error(node.func, f"{params[0]!r} is not an element type")
+    if want != place.pointee:
+        lw.error(node.func, f"atomic_ref[{type_name(want)}, ...] refers to a "
+                 f"{type_name(place.pointee)} element")
+    if not isinstance(params[1], memory_order) or not isinstance(params[2], memory_scope):
+        lw.error(node.func, "atomic_ref[T, order, scope]: order is a sycl.memory_order, scope "
+                 "a sycl.memory_scope")
+    if len(params) == 4:
+        space = params[3]
+        have = getattr(place.value.type, "space", None)
+        if not isinstance(space, address_space):
+            lw.error(node.func, "the fourth parameter is a sycl.access.address_space")
+        if space not in (address_space.generic_space,) and have is not None and \
+                space.value != have:
+            lw.error(node.func, f"atomic_ref[..., {space.name}] refers to {have} memory")
+    return AtomicHandle(place.value, place.pointee, params[1].value, params[2].value)
+
+
+@add_builtin("sycl.atomic_fence", [kernel_api.atomic_fence])
+def _atomic_fence(lw, node):
+    """atomic_fence(order, scope): IR op atomic.fence {order, scope}."""
+    order, scope = _args(lw, node, 2, "atomic_fence")
+    lw.emit("atomic.fence", [], attrs={
+        "order": _enum_attr(lw, order, memory_order, node.args[0], None),
+        "scope": _enum_attr(lw, scope, memory_scope, node.args[1], None)}, node=node)
+    return Obj(None)
 
 
 def _synthetic_subscript(node):

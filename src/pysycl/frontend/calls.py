@@ -17,6 +17,7 @@ from ..host_objects import specialization_id
 from ..ir import types as T
 from ..ir.core import Value
 from . import builtins as catalogue
+from . import kernel_api
 from .lowering import describe, type_name
 from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak
 
@@ -66,6 +67,12 @@ class CallRules:
             base = self.read(base, func.value)
             if not isinstance(base, Obj):
                 return self.method_call(base, func.attr, node)
+        if isinstance(func, ast.Subscript):
+            callee = self.peek_callee(func.value)
+            if isinstance(callee, Obj) and callee.value is kernel_api.atomic_ref:
+                params = func.slice.elts if isinstance(func.slice, ast.Tuple) else [func.slice]
+                return catalogue.atomic_ref_template(
+                    self, node, [self.compile_time_value(p) for p in params])
         return self.call_object(self.expr(func), node)
 
     def peek_callee(self, func):
@@ -261,27 +268,71 @@ class CallRules:
                           T.PointerType(acc.type.elem, "local"), node=node)
 
     def atomic_method(self, a: AtomicHandle, name: str, node):
-        attrs = {"order": a.order, "scope": a.scope}
-        args = [self.expr(x) for x in node.args]
+        """The methods of SYCL 2020's atomic_ref (4.15.3): each takes its values, then an
+        optional memory order (success and failure for compare_exchange) and scope."""
         if node.keywords:
             self.error(node, f"{name}() takes positional arguments only")
-        if name in ATOMIC_RMW and len(args) == 1:
+        nvalues = {"load": 0, "store": 1, "compare_exchange_strong": 2,
+                   "compare_exchange_weak": 2}.get(name, 1 if name in ATOMIC_RMW else None)
+        if nvalues is None:
+            self.error(node, f"atomic_ref has no method {name}()")
+        norders = 2 if name.startswith("compare_exchange") else 1
+        extra = node.args[nvalues:]
+        if len(node.args) < nvalues or len(extra) > norders + 1:
+            self.error(node, f"atomic_ref.{name}() takes {nvalues} value(s), then an optional "
+                       f"memory order{' (or success and failure orders)' if norders == 2 else ''}"
+                       " and scope")
+        attrs = self._atomic_orders(a, name, extra, norders, node)
+        args = [self.expr(x) for x in node.args[:nvalues]]
+        if name in ATOMIC_RMW:
             if name in ("fetch_and", "fetch_or", "fetch_xor") and a.elem.is_float:
                 self.error(node, f"{name} needs an integer atomic_ref, not {type_name(a.elem)}")
             v = self.coerce(args[0], a.elem, node)
             return self.value("atomic.rmw", [a.ptr, v], a.elem, dict(attrs, op=ATOMIC_RMW[name]), node)
-        if name == "load" and not args:
+        if name == "load":
             return self.value("atomic.load", [a.ptr], a.elem, attrs, node)
-        if name == "store" and len(args) == 1:
+        if name == "store":
             self.emit("atomic.store", [a.ptr, self.coerce(args[0], a.elem, node)], attrs=attrs, node=node)
             return Obj(None)
-        if name == "compare_exchange_strong" and len(args) == 2:
-            return self._cmpxchg(a, args, attrs, node)
-        self.error(node, f"atomic_ref has no method {name}() with {len(args)} argument(s)")
+        return self._cmpxchg(a, args, attrs, node)
+
+    def _atomic_orders(self, a: AtomicHandle, name: str, extra, norders: int, node) -> dict:
+        """``{"order", "scope"}`` of one operation: the atomic_ref's defaults, replaced by
+        the orders and scope given after the values. SYCL's rules: a load takes no
+        release order, a store no acquire order, a failure order is no stronger than
+        the success order and neither release nor acq_rel."""
+        orders, scope = [], None
+        for arg in extra:
+            fv = self.expr(arg)
+            value = fv.value if isinstance(fv, Obj) else None
+            if isinstance(value, pt.memory_order) and len(orders) < norders and scope is None:
+                orders.append(value.value)
+            elif isinstance(value, pt.memory_scope) and scope is None:
+                scope = value.value
+            else:
+                self.error(arg, f"atomic_ref.{name}(): expected a sycl.memory_order or "
+                           "sycl.memory_scope here (orders first, then the scope)")
+        scope = a.scope if scope is None else scope
+        # A default order is the atomic_ref's, which a load reads as its read order and
+        # a store as its write order (acq_rel: acquire / release), as SYCL's defaults do.
+        order = orders[0] if orders else a.order
+        bad = {"load": ("release", "acq_rel"), "store": ("acquire", "acq_rel")}.get(name, ())
+        if orders and order in bad:
+            self.error(node, f"atomic_ref.{name}() cannot use memory_order.{order}")
+        if len(orders) == 2:
+            rank = ("relaxed", "acquire", "release", "acq_rel", "seq_cst").index
+            failure = orders[1]
+            if failure in ("release", "acq_rel") or rank(failure) > rank(order) and \
+                    not (failure == "acquire" and order in ("acq_rel", "seq_cst")):
+                self.error(node, f"atomic_ref.{name}(): failure order {failure} is not allowed "
+                           f"with success order {order}")
+        return {"order": order, "scope": scope}
 
     def _cmpxchg(self, a: AtomicHandle, args, attrs, node):
         """C++ ``compare_exchange_strong(T& expected, T desired) -> bool``: when
-        ``expected`` is a local it receives the old value, as the reference would."""
+        ``expected`` is a local it receives the old value, as the reference would. The
+        weak form is the strong one (which may not fail spuriously, so it satisfies the
+        weak form's contract)."""
         expected = self.coerce(args[0], a.elem, node)
         desired = self.coerce(args[1], a.elem, node)
         old = self.value("atomic.cmpxchg", [a.ptr, expected, desired], a.elem, attrs, node)

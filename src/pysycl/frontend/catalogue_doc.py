@@ -102,12 +102,18 @@ def _methods_section() -> list[str]:
             "| `v.as_(vec_type)` | `bitcast` (same size) |",
             "| `v.convert(dtype)` | `cast` element by element |",
             "| `v.size()`, `v.byte_size()` | constants |", ""]
-    rmw = [f"| `{m}(v)` | `atomic.rmw {{op={op}}}` |" for m, op in sorted(ATOMIC_RMW.items())]
+    rmw = [f"| `{m}(v[, order[, scope]])` | `atomic.rmw {{op={op}}}` |"
+           for m, op in sorted(ATOMIC_RMW.items())]
     out += ["### `sycl.atomic_ref`", "",
-            "Types: " + ", ".join(f"`{t}`" for t in sorted(str(t) for t in catalogue.ATOMIC_TYPES))
-            + ".", "", "| method | IR op |", "|---|---|", *rmw,
-            "| `load()` | `atomic.load` |", "| `store(v)` | `atomic.store` |",
-            "| `compare_exchange_strong(expected, desired)` | `atomic.cmpxchg` |", ""]
+            "Made as `sycl.atomic_ref(acc_or_ptr, index, order=, scope=)` or, as SYCL 2020 "
+            "writes it, `sycl.atomic_ref[T, order, scope, space](acc[i])`. Types: "
+            + ", ".join(f"`{t}`" for t in sorted(str(t) for t in catalogue.ATOMIC_TYPES))
+            + ". Each method takes an optional memory order and scope after its values "
+            "(they default to the atomic_ref's).", "", "| method | IR op |", "|---|---|", *rmw,
+            "| `load([order[, scope]])` | `atomic.load` |",
+            "| `store(v[, order[, scope]])` | `atomic.store` |",
+            "| `compare_exchange_strong(expected, desired[, success, failure][, scope])`, "
+            "`compare_exchange_weak(...)` | `atomic.cmpxchg` |", ""]
     return out
 
 

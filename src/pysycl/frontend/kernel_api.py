@@ -32,12 +32,24 @@ def private_array(dtype, n):
 
 
 class atomic_ref:
-    """``sycl.atomic_ref(acc_or_ptr, index, order=relaxed, scope=device)`` (SYCL 2020
-    4.15.3); methods fetch_add/sub/min/max/and/or/xor, exchange,
-    compare_exchange_strong, load, store."""
+    """``sycl.atomic_ref(acc_or_ptr, index, order=relaxed, scope=device)``, or as SYCL
+    2020 writes it (4.15.3), ``sycl.atomic_ref[T, order, scope, space](acc[i])``; methods
+    fetch_add/sub/min/max/and/or/xor, exchange, compare_exchange_strong/weak, load,
+    store, each taking an optional memory order (two for compare_exchange: success,
+    failure) and scope after its values, as in C++."""
 
     def __init__(self, ref, index=0, order=memory_order.relaxed, scope=memory_scope.device):
         _kernel_only("atomic_ref")
+
+    def __class_getitem__(cls, params):
+        # atomic_ref[T, order, scope, space]: the kernel compiler reads the parameters.
+        return cls
+
+
+def atomic_fence(order, scope):
+    """``sycl.atomic_fence(order, scope)`` (SYCL 2020 4.15.1): order this work-item's
+    memory operations before and after it, for the work-items of ``scope``."""
+    _kernel_only("atomic_fence")
 
 
 def group_barrier(group, fence_scope=None):

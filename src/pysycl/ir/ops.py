@@ -145,6 +145,9 @@ _op("atomic.cmpxchg", 3, 0, "value", ["order", "scope"],
     "Compare (operand 1) and exchange (operand 2) at pointer operand 0; returns the old value.")
 _op("atomic.load", 1, 0, "value", ["order", "scope"], "Atomic load.")
 _op("atomic.store", 2, 0, "none", ["order", "scope"], "Atomic store.")
+_op("atomic.fence", 0, 0, "none", ["order", "scope"],
+    "atomic_fence: orders this work-item's memory operations as `order` says, for the "
+    "work-items of `scope`.")
 
 # Calls -------------------------------------------------------------------------------
 _op("call", None, 0, "any", ["callee"], "Call a device function or an imported @external.")

@@ -245,6 +245,11 @@ def _memory(op: Op, m: Module) -> str | None:
     return None
 
 
+@_rule("atomic.fence")
+def _fence(op: Op, m: Module) -> str | None:
+    return _atomic_attrs(op)
+
+
 def _atomic_attrs(op: Op) -> str | None:
     if op.name == "atomic.rmw" and op.attrs["op"] not in RMW_OPS:
         return f"unknown atomic operation {op.attrs['op']!r}"

@@ -433,10 +433,27 @@ def parse_type_prefix(text: str, pos: int) -> tuple[Type, int]:
     return _parse(lx), lx.pos
 
 
+# Bounds a printed type must respect (IR text may come from a file): SYCL's 1 to 3
+# dimensions, SYCL's vector sizes, and aggregates no bigger than a work-item could hold.
+_MAX_AGGREGATE = 1 << 24
+_VEC_SIZES = (1, 2, 3, 4, 8, 16)
+
+
+def _int(lx: _TypeLexer, low: int, high: int, what: str) -> int:
+    n = int(lx.word())
+    if not low <= n <= high:
+        raise ValueError(f"{what} {n} is not in {low}..{high}")
+    return n
+
+
+def _dims(lx: _TypeLexer) -> int:
+    return _int(lx, 1, 3, "dimension count")
+
+
 def _parse(lx: _TypeLexer) -> Type:
     if lx.peek() == "[":
         lx.expect("[")
-        n = int(lx.word())
+        n = _int(lx, 0, _MAX_AGGREGATE, "array length")
         lx.expect("x")
         elem = _parse(lx)
         lx.expect("]")
@@ -449,7 +466,10 @@ def _parse(lx: _TypeLexer) -> Type:
     if w == "struct":
         return _parse_struct(lx)
     if w == "vec":
-        lx.expect("<"); e = _parse(lx); lx.expect(","); n = int(lx.word()); lx.expect(">")
+        lx.expect("<"); e = _parse(lx); lx.expect(","); n = _int(lx, 1, 16, "vector size")
+        lx.expect(">")
+        if n not in _VEC_SIZES:
+            raise ValueError(f"vector size {n}")
         return VecType(e, n)
     if w == "ptr":
         lx.expect("<"); space = lx.word(); lx.expect(","); p = _parse(lx); lx.expect(">")
@@ -462,15 +482,15 @@ def _parse(lx: _TypeLexer) -> Type:
         lx.expect(">")
         return TupleType(tuple(elems))
     if w == "accessor":
-        lx.expect("<"); e = _parse(lx); lx.expect(","); d = int(lx.word()); lx.expect(",")
+        lx.expect("<"); e = _parse(lx); lx.expect(","); d = _dims(lx); lx.expect(",")
         mode = lx.word(); lx.expect(">")
         return AccessorType(e, d, mode)
     if w == "local_accessor":
-        lx.expect("<"); e = _parse(lx); lx.expect(","); d = int(lx.word()); lx.expect(">")
+        lx.expect("<"); e = _parse(lx); lx.expect(","); d = _dims(lx); lx.expect(">")
         return LocalAccessorType(e, d)
     if w in INDEX_KINDS:
         if lx.peek() == "<":
-            lx.expect("<"); d = int(lx.word()); lx.expect(">")
+            lx.expect("<"); d = _dims(lx); lx.expect(">")
             return IndexSpaceType(w, d)
         return IndexSpaceType(w)
     raise ValueError(f"unknown type {w!r} in {lx.text!r}")
@@ -483,10 +503,14 @@ def _parse_struct(lx: _TypeLexer) -> StructType:
     while lx.peek() != ";":
         if fields:
             lx.expect(",")
-        fname = lx.word(); lx.expect(":"); ft = _parse(lx); lx.expect("@"); off = int(lx.word())
+        fname = lx.word(); lx.expect(":"); ft = _parse(lx); lx.expect("@")
+        off = _int(lx, 0, _MAX_AGGREGATE, "field offset")
         fields.append(StructField(fname, ft, off))
-    lx.expect(";"); lx.expect("size="); size = int(lx.word())
-    lx.expect(";"); lx.expect("align="); align = int(lx.word()); lx.expect("}")
+    lx.expect(";"); lx.expect("size="); size = _int(lx, 0, _MAX_AGGREGATE, "struct size")
+    lx.expect(";"); lx.expect("align="); align = _int(lx, 1, 4096, "struct alignment")
+    lx.expect("}")
+    if align & (align - 1) or any(f.offset + f.type.size > size for f in fields):
+        raise ValueError(f"struct {name} does not hold its fields")
     return StructType(name, tuple(fields), size, align)
 
 

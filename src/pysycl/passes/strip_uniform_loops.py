@@ -54,7 +54,8 @@ from .uniformity import Uniformity
 #: (7/16/33 taps) with 256; 64 was slower with 16 taps (5.3 ms), 1024 with all
 #: (2.4/4.9/9.5 ms).
 STRIP = 256
-_BODY_REJECT = frozenset({"store", "atomic.rmw", "atomic.cmpxchg", "atomic.store", "call",
+_BODY_REJECT = frozenset({"store", "atomic.rmw", "atomic.cmpxchg", "atomic.store",
+                          "atomic.fence", "call",
                           "break", "continue", "return", "barrier", "while", "wg.items",
                           "var.addr", "group.reduce", "group.broadcast", "printf"})
 

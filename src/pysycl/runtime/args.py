@@ -76,20 +76,20 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel", offset=N
     # last dimension varies fastest), as in bundle/device_image.py.
     sizes = tuple(desc.max_work_item_sizes)
     first = len(sizes) - len(local_size)
-    for d, (g, l) in enumerate(zip(global_size, local_size)):
-        if l <= 0:
+    for dim, (extent, local) in enumerate(zip(global_size, local_size)):
+        if local <= 0:
             raise exception(errc.nd_range, f"kernel {kernel}: local range "
-                            f"{tuple(local_size)} has an empty dimension {d}")
-        if g % l:
+                            f"{tuple(local_size)} has an empty dimension {dim}")
+        if extent % local:
             raise exception(errc.nd_range, f"kernel {kernel}: global range {tuple(global_size)}"
                             f" is not a multiple of local range {tuple(local_size)} "
-                            f"(dimension {d})")
-        limit = sizes[first + d] if 0 <= first + d < len(sizes) else 1
-        if l > limit:
+                            f"(dimension {dim})")
+        limit = sizes[first + dim] if 0 <= first + dim < len(sizes) else 1
+        if local > limit:
             raise exception(errc.nd_range, f"kernel {kernel}: local range {tuple(local_size)}"
                             f" exceeds the device's max_work_item_sizes<{len(local_size)}> "
-                            f"{sizes[max(first, 0):]} in dimension {d}")
-        total *= l
+                            f"{sizes[max(first, 0):]} in dimension {dim}")
+        total *= local
     if total > desc.max_work_group_size:
         raise exception(errc.nd_range, f"kernel {kernel}: work-group of {total} work-items "
                         f"{tuple(local_size)} exceeds the device's max_work_group_size "
@@ -98,13 +98,13 @@ def check_launch(desc, global_size, local_size, kernel: str = "kernel", offset=N
 
 def _check_global(global_size, offset, kernel: str) -> None:
     total = 1
-    for d, g in enumerate(global_size):
-        end = g + (offset[d] if offset else 0)
+    for dim, extent in enumerate(global_size):
+        end = extent + (offset[dim] if offset else 0)
         if end >= SIZE_LIMIT:
             raise overflow_error(errc.nd_range, f"kernel {kernel}: global range "
                                  f"{tuple(global_size)} with offset {tuple(offset or ())} "
-                                 f"reaches {end} in dimension {d}; ids are below 2**63")
-        total *= g
+                                 f"reaches {end} in dimension {dim}; ids are below 2**63")
+        total *= extent
     if total >= SIZE_LIMIT:
         raise overflow_error(errc.nd_range, f"kernel {kernel}: global range "
                              f"{tuple(global_size)} has {_power(total)} work-items; a launch "

@@ -111,6 +111,19 @@ def still_matters(ev: event) -> bool:
     return not ev._done or ev._error is not None and not ev._error.delivered
 
 
+def as_events(events) -> list:
+    """``depends_on``'s argument (an event or an iterable of events) as a list;
+    ``errc.invalid`` naming anything else."""
+    if isinstance(events, event):
+        return [events]
+    out = list(events)
+    for e in out:
+        if not isinstance(e, event):
+            raise exception(errc.invalid, f"depends_on takes sycl.event objects, not "
+                            f"{type(e).__name__}")
+    return out
+
+
 def _token_done(tok) -> bool:
     """Whether a backend token finished, without waiting (backends/base.py contract)."""
     return tok.is_complete()

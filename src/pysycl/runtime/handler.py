@@ -1,9 +1,10 @@
 """``sycl.handler``: what a command-group function describes (one command per group).
 
 The handler records dependencies, accessors and exactly one command; ``queue`` turns
-that into an event. Kernel arguments are checked and packed here, at submit, so a
-wrong argument is a synchronous ``sycl.exception`` and the launch itself does no work
-beyond the backend call.
+that into an event. A kernel launch is recorded with its launch plan, and enqueued by
+the plan as ``queue.parallel_for`` enqueues one (``runtime/launch_plan.py``): range and
+arguments are checked and packed at submit, so a wrong one is a synchronous
+``sycl.exception`` and the launch itself does no work beyond the backend call.
 
 >>> import pysycl as sycl, numpy as np
 >>> q = sycl.queue(); a = sycl.malloc_shared(4, np.int32, q)
@@ -17,11 +18,10 @@ import numpy as np
 from .. import types
 from ..errors import errc, exception
 from ..spec_values import spec_default_bytes, spec_value_bytes, spec_value_from_bytes
-from . import args as args_mod
 from . import memops
 from .buffer import accessor, local_accessor
-from .event import BARRIER, HOST, STREAM, event
-from .ranges import launch_range
+from .event import BARRIER, HOST, STREAM, as_events
+from .ranges import SINGLE_TASK
 
 
 class spec_constant:
@@ -77,22 +77,11 @@ def _spec_bytes(spec_id, value) -> bytes:
     return spec_value_bytes(spec_id, value)
 
 
-def _as_events(events) -> list:
-    if isinstance(events, event):
-        return [events]
-    out = list(events)
-    for e in out:
-        if not isinstance(e, event):
-            raise exception(errc.invalid, f"depends_on takes sycl.event objects, not "
-                            f"{type(e).__name__}")
-    return out
-
-
 class handler:
     """Given to a command-group function by ``q.submit(cgf)``."""
 
     __slots__ = ("_queue", "_deps", "_accs", "_kind", "_run", "_spec", "_bundle",
-                 "_image_selector", "_what")
+                 "_image_selector", "_what", "_plan", "_range", "_args")
 
     def __init__(self, q):
         self._queue = q
@@ -104,6 +93,9 @@ class handler:
         self._bundle = None
         self._image_selector = None
         self._what = None
+        self._plan = None     # a kernel launch: its plan, range and arguments
+        self._range = None
+        self._args = None
 
     # Bookkeeping -------------------------------------------------------------------------
     def _set_command(self, kind: int, run, what: str) -> None:
@@ -120,7 +112,7 @@ class handler:
 
     def depends_on(self, events) -> None:
         """Run this command group after ``events`` (an event or a list)."""
-        evs = _as_events(events)
+        evs = as_events(events)
         if self._deps is None:
             self._deps = evs
         else:
@@ -134,46 +126,20 @@ class handler:
     # Kernels -----------------------------------------------------------------------------
     def parallel_for(self, range_or_nd_range, kernel, *args, properties=None):
         """Launch ``kernel`` over a ``range`` (or int/tuple) or an ``nd_range``."""
-        g, l, off = launch_range(range_or_nd_range)
-        self._launch(kernel, g, l, off, args, properties, "parallel_for")
+        self._launch(range_or_nd_range, kernel, args, properties, "parallel_for")
 
     def single_task(self, kernel, *args, properties=None):
         """Run ``kernel`` once (a kernel with no index parameter)."""
-        self._launch(kernel, (1,), (1,), (0,), args, properties, "single_task")
+        self._launch(SINGLE_TASK, kernel, args, properties, "single_task")
 
-    def _launch(self, kernel, g, l, off, args, properties, what):
-        q = self._queue
+    def _launch(self, space, kernel, args, properties, what):
+        """Record the launch: the kernel's plan is found now (with this group's bundle
+        and spec-constant values); the queue enqueues it when the group is complete
+        (``LaunchPlan.enqueue``: the range and arguments are checked then)."""
         spec = self._spec_for_launch(kernel, args) if args else self._spec
-        launcher = q._launcher(kernel, self._bundle, self._image_selector, spec, properties)
-        packer = args_mod.packer_for(launcher)
-        name, index_kind, dims = packer.kernel, packer.index_kind, packer.dims
-        if what == "parallel_for":
-            if index_kind == "nd_item" and l is None:
-                raise exception(errc.nd_range, f"kernel {name} takes an nd_item: launch it "
-                                "with a sycl.nd_range")
-            if dims and dims != len(g):
-                raise exception(errc.nd_range, f"kernel {name} is {dims}-D but the range "
-                                f"{g} is {len(g)}-D")
-        l = launcher.check_nd_range(g, l)   # kernel properties (SYCL 2020 5.8.1)
-        args_mod.check_launch(q._desc, g, l, name, off)
-        keep = []
-        packed, local_bytes = packer.pack(args, self, keep)
-        if local_bytes > q._desc.local_mem_size:
-            raise exception(errc.nd_range, f"kernel {name} asks for {local_bytes} bytes of "
-                            f"local memory; {q.get_device().name!r} has "
-                            f"{q._desc.local_mem_size}")
-        stream = q._stream
-        accs = self._accs
-
-        def run():
-            if accs:
-                for acc in accs:
-                    acc._mem._prepare_device(q._device, q._context, stream, acc.write,
-                                             acc._discard)
-            # ``keep`` (interop objects) lives in this closure until the event completes.
-            return launcher.launch(stream, g, l, off, packed, local_bytes)
-
-        self._set_command(STREAM, run, f"{what}({name})")
+        plan = self._queue._plan(kernel, self._bundle, self._image_selector, spec, properties)
+        self._set_command(STREAM, None, f"{what}({plan.name})")
+        self._plan, self._range, self._args = plan, space, args
 
     # Kernel bundles and specialization constants ----------------------------------------
     # SYCL 2020 4.9.5: values live in this handler only (a new handler per command group,

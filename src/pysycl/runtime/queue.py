@@ -1,8 +1,10 @@
 """``sycl.queue``: submits command groups to one device and collects their errors.
 
-``submit`` builds a ``handler``, runs the command-group function, adds the buffer and
-in-order dependencies and hands the event to ``scheduler.enqueue`` (see there for how
-commands start). Errors found while building the group are raised by ``submit``. Errors
+``submit`` builds a ``handler``, runs the command-group function and enqueues the command
+it describes: a kernel launch through its launch plan (``runtime/launch_plan.py``, as
+``parallel_for`` and ``single_task`` do), any other command through ``_submit``, which
+adds the buffer and in-order dependencies and hands the event to ``scheduler.enqueue``
+(see there for how commands start). ``_record`` keeps the queue's record of its commands. Errors found while building the group are raised by ``submit``. Errors
 of running commands (a host task's exception, a failed launch, a failed debug check) are
 asynchronous; each is delivered once:
 
@@ -36,18 +38,15 @@ from .. import config
 from ..detail.lru import LRU
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
-from . import args as args_mod
 from .context import context as context_cls
 from .device import device as device_cls
-from .event import (STREAM, _token_done, complete, error_box, event, issued_event,
-                    new_event, set_token, still_matters)
+from .event import STREAM, as_events, error_box, event, new_event, still_matters
 from .handler import handler
 from .info import get_info
-from .ranges import nd_range as nd_range_cls
-from .ranges import SIZE_LIMIT
-from .ranges import range as range_cls
-from .scheduler import enqueue
+from .launch_plan import LaunchPlan, failed_event
 from .pickling import not_picklable
+from .ranges import SINGLE_TASK
+from .scheduler import enqueue
 
 _launch_module = None
 
@@ -143,14 +142,12 @@ class queue:
         self._lock = threading.Lock()
         self._last = None
         self._outstanding: list = []
+        self._issued = None if self._in_order else (None, None)
         # Launchers by (kernel, bundle, selector, spec values, properties), bounded as the
         # process-wide ones are (a new spec-constant value per submit adds one each).
         self._launchers = LRU(config.max_programs)
-        # kernel -> _FastLaunch (or False): the shortcut parallel_for / single_task of an
-        # already-built kernel with no depends_on / properties, see _FastLaunch.
-        self._fast: dict = {}
-        # (event, thread id) of the newest launch issued by a _FastLaunch here.
-        self._fast_last = (None, None)
+        # kernel -> its LaunchPlan here (launches with nothing of their own).
+        self._plans: dict = {}
 
     def _create_stream(self):
         return self._driver.create_stream(self._desc, self._profiling,
@@ -223,26 +220,107 @@ class queue:
         return self._enqueue(cgh)
 
     def _enqueue(self, cgh: handler) -> event:
-        ev = new_event(self, cgh._kind, cgh._run)
-        deps = cgh._deps
-        accs = cgh._accs
+        """The command ``cgh`` describes, made this queue's (the end of ``submit``)."""
+        plan = cgh._plan
+        if plan is not None:
+            return plan.enqueue(cgh._range, cgh._args, cgh._deps, cgh)
+        return self._submit(cgh._kind, cgh._run, cgh._deps, cgh._accs)
+
+    def _submit(self, kind: int, run, deps, accs=None) -> event:
+        """A command that may have to wait: its event, recorded, started by the scheduler
+        now or once ``deps``, the earlier users of the buffers of ``accs`` and (in order)
+        the queue's previous command have completed."""
+        ev = new_event(self, kind, run)
         if accs:
             deps = list(deps) if deps else []
             for acc in accs:
-                for d in acc._mem._register(ev, acc.write):
-                    if d is not ev:
-                        deps.append(d)
+                for dep in acc._mem._register(ev, acc.write):
+                    if dep is not ev:
+                        deps.append(dep)
         if self._in_order:
             with self._lock:
-                last, self._last = self._last, ev
+                last = self._last
+                self._record(ev)
             if last is not None and still_matters(last):
                 deps = [last] if not deps else [*deps, last]
         else:
-            out = self._outstanding
-            out.append(ev)
-            if len(out) > 256:  # forget finished events now and then
-                self._outstanding = [e for e in out if not e._done]
+            self._record(ev)
         return enqueue(self, ev, deps)
+
+    def _record(self, ev: event) -> event:
+        """The queue's bookkeeping of each new command's event ``ev`` (returned): the
+        newest command of an in-order queue (the caller holds the queue's lock), else
+        one of those ``wait()`` waits for unless complete. ``_issued``: the newest
+        command issued at once (in order), or issued at once to a backend stream that
+        runs commands in issue order and the thread that issued it (out of order)."""
+        if self._in_order:
+            self._last = ev
+            if ev._started:
+                self._issued = ev
+            return ev
+        if ev._done:
+            return ev
+        if ev._started and self._stream_in_order:
+            me = _get_ident()
+            prev, prev_thread = self._issued
+            self._issued = (ev, me)
+        else:
+            prev = prev_thread = me = None
+        out = self._outstanding
+        if out and ev._run is None:
+            newest = out[-1]
+            # wait() needs only the newer of two plain launches this thread issued one
+            # after the other to one in-order stream (the older finishes first), and no
+            # finished command. Without this a burst of launches that are all still
+            # running grew the list and re-filtered it on every launch. (A launch of
+            # another thread may have been issued after it was, so not that one.)
+            if newest._done or (newest is prev and prev_thread == me and
+                                prev._run is None and prev._callbacks is None):
+                out[-1] = ev
+                return ev
+        out.append(ev)
+        if len(out) > 256:  # forget finished events now and then
+            self._outstanding = [pending for pending in out if not pending._done]
+        return ev
+
+    def _follows_at_once(self, last) -> bool:
+        """Whether a command issued now needs no wait for ``last``, an in-order queue's
+        newest command: there is none, it completed, or it was issued to this queue's
+        backend stream, which runs commands in issue order; and it did not fail with an
+        error nobody has seen (then the new command must not run)."""
+        if last is None:
+            return True
+        failure = last._error
+        if failure is not None and not failure.delivered:
+            return False
+        return last._done or (last is self._issued and self._stream_in_order) or (
+            last._kind == STREAM and last._started and self._stream_in_order
+            and getattr(last._token, "stream", None) is self._stream)
+
+    def _failed(self, error: BaseException) -> event:
+        """The event of a command whose issue failed with ``error``: complete, the error
+        an asynchronous one of this queue."""
+        ev = failed_event(self, error)
+        if self._in_order:
+            with self._lock:
+                return self._record(ev)
+        return self._record(ev)
+
+    def _plan(self, kernel, bundle=None, image_selector=None, spec=None,
+              properties=None) -> LaunchPlan:
+        """The :class:`LaunchPlan` of ``kernel`` here; kept per kernel for launches with
+        nothing of their own (no bundle, spec-constant values or properties)."""
+        if bundle is not None or image_selector is not None or spec or properties is not None:
+            return LaunchPlan(self, self._launcher(kernel, bundle, image_selector, spec,
+                                                   properties), bind=False)
+        try:
+            plan = self._plans.get(kernel)
+        except TypeError:   # not a kernel: the launcher's lookup says so
+            plan = None
+        if plan is None:
+            plan = LaunchPlan(self, self._launcher(kernel, None, None, None, None))
+            self._plans[kernel] = plan
+        return plan
 
     def _launcher(self, kernel, bundle, image_selector, spec, properties):
         """The launcher of ``kernel`` here, cached per queue (no hashing of IR)."""
@@ -270,63 +348,19 @@ class queue:
 
     def parallel_for(self, range_or_nd_range, kernel, *args, depends_on=None,
                      properties=None) -> event:
-        if depends_on is None and properties is None:
+        if properties is None:
             try:
-                fast = self._fast.get(kernel)
-            except TypeError:
-                fast = False
-            if fast:
-                last_r = fast.last_r
-                if range_or_nd_range is last_r or (
-                        # the range of the last launch, or a sycl.range equal to it
-                        range_or_nd_range.__class__ is range_cls and range_or_nd_range == last_r):
-                    ev = fast._issue(fast.last_g, None, None, args)
-                else:
-                    ev = fast.parallel_for_new_range(range_or_nd_range, args)
-                if ev is not None:
-                    return ev
-        cgh = self._shortcut(depends_on)
-        cgh.parallel_for(range_or_nd_range, kernel, *args, properties=properties)
-        ev = self._enqueue(cgh)
-        if depends_on is None and properties is None:
-            self._fast_setup(kernel)
-        return ev
+                plan = self._plans[kernel]
+            except (KeyError, TypeError):
+                plan = self._plan(kernel)
+        else:
+            plan = self._plan(kernel, properties=properties)
+        return plan.enqueue(range_or_nd_range, args,
+                            None if depends_on is None else as_events(depends_on))
 
     def single_task(self, kernel, *args, depends_on=None, properties=None) -> event:
-        if depends_on is None and properties is None:
-            try:
-                fast = self._fast.get(kernel)
-            except TypeError:
-                fast = False
-            if fast:
-                ev = fast.single_task(args)
-                if ev is not None:
-                    return ev
-        cgh = self._shortcut(depends_on)
-        cgh.single_task(kernel, *args, properties=properties)
-        ev = self._enqueue(cgh)
-        if depends_on is None and properties is None:
-            self._fast_setup(kernel)
-        return ev
-
-    def _fast_setup(self, kernel) -> None:
-        try:
-            if kernel in self._fast:
-                return
-        except TypeError:
-            return
-        fast = False
-        if not self._profiling:
-            try:
-                launcher = self._launcher(kernel, None, None, None, None)
-                # Work-group size properties are checked per launch (handler._launch).
-                if not any(getattr(launcher, a, None) for a in (
-                        "reqd_work_group_size", "max_work_group_size",
-                        "max_linear_work_group_size")):
-                    fast = _FastLaunch(self, kernel, launcher)
-            except Exception:  # noqa: BLE001 - the general path keeps working
-                fast = False
-        self._fast[kernel] = fast
+        return self.parallel_for(SINGLE_TASK, kernel, *args, depends_on=depends_on,
+                                 properties=properties)
 
     def memcpy(self, dst, src, num_bytes=None, offset=0, depends_on=None) -> event:
         """SYCL 2020's ``memcpy(dest, src, num_bytes[, offset][, dep_events])``: ``offset``
@@ -490,200 +524,3 @@ def native_stream_handle(stream) -> int:
         return int(stream)
     except (TypeError, ValueError):
         raise exception(errc.invalid, f"not a native stream: {stream!r}") from None
-
-
-class _FastLaunch:
-    """``q.parallel_for(range, kernel, *args)`` of a kernel this queue already launched:
-    the launcher, packer and checks are looked up once, the command is issued without a
-    handler or closure, and a launch that finished before the driver returned (native
-    CPU) gets an already-complete event. Anything unusual (an nd_range launch of a
-    non-nd_item kernel, a dimension mismatch, a pending in-order predecessor) returns
-    None and takes the general path, which raises the same errors.
-
-    Per launch it does only what can change: the range is checked once per range object
-    (the last one is remembered: ``queue.parallel_for`` issues it, or a new
-    ``sycl.range`` equal to it, with no checks; ``parallel_for_new_range`` checks others),
-    the driver's launch is bound to the queue's stream (``Launcher.bind``), and a driver
-    whose launch tokens are never complete on return (``launch_tokens_pending``: CUDA,
-    OpenCL) is not asked about completion at issue time.
-
-    Threads may share a queue: on an in-order queue the launch is issued and recorded as
-    the queue's last command under the queue's lock; on an out-of-order queue a launch
-    replaces the previous one in the list ``q.wait()`` waits for only when the same
-    thread issued both (same in-order stream, so the older finishes first)."""
-
-    __slots__ = ("q", "launcher", "packer", "cgh", "index_kind", "dims", "stream",
-                 "local_limit", "desc", "done_event", "done_token", "bound", "poll",
-                 "last_r", "last_g", "last_issued")
-
-    def __init__(self, q, kernel, launcher):
-        self.q = q
-        self.launcher = launcher
-        self.packer = args_mod.packer_for(launcher)
-        self.cgh = handler(q)   # packers read cgh._queue; never holds a command
-        self.index_kind = self.packer.index_kind
-        self.dims = self.packer.dims
-        self.stream = q._stream
-        self.desc = q._desc
-        self.local_limit = q._desc.local_mem_size
-        self.done_event = event()
-        self.done_event._queue = q
-        self.done_event._kind = STREAM
-        self.done_token = None   # a token seen complete: tokens never become incomplete
-        bind = getattr(launcher, "bind", None)
-        self.bound = bind(q._stream) if bind is not None else None
-        self.poll = not q._driver.launch_tokens_pending
-        self.last_r = self.last_g = None
-        # The last event issued here to an in-order stream: the stream orders the next.
-        self.last_issued = None
-
-    def parallel_for_new_range(self, r, args):
-        """A launch over ``r``, which is neither the last launch's range nor a
-        ``sycl.range`` equal to it (``queue.parallel_for`` issues those directly)."""
-        t = type(r)
-        if t is range_cls:
-            g, l, off = tuple(r), None, None   # 1 to 3 ints in [0, 2**63), checked when made
-        elif t is int:
-            if r < 0 or r >= SIZE_LIMIT:
-                return None
-            g, l, off = (r,), None, (0,)
-        elif t is nd_range_cls:
-            g = tuple(r.global_range)
-            l = tuple(r.local_range)
-            off = tuple(r.offset)
-        elif isinstance(r, tuple) and 1 <= len(r) <= 3:
-            for v in r:
-                if type(v) is not int or v < 0 or v >= SIZE_LIMIT:
-                    return None
-            g, l, off = tuple(r), None, _ZERO_OFFSETS.get(len(r))
-        else:
-            return None
-        args_mod.check_launch(self.desc, g, l, self.packer.kernel, off)
-        if l is None and self.index_kind == "nd_item":
-            return None
-        dims = self.dims
-        if dims and dims != len(g):
-            return None
-        if l is None:
-            # A range (an immutable tuple) or an int that passed every check: the next
-            # launch with the same object needs none of them.
-            self.last_r, self.last_g = r, g
-        elif any(off):
-            return self._issue(g, l, off, args)
-        return self._issue(g, l, None, args)
-
-    def single_task(self, args):
-        return self._issue((1,), (1,), None, args)
-
-    def _issue(self, g, l, off, args):
-        q = self.q
-        keep: list = []
-        packed, local_bytes = self.packer.pack(args, self.cgh, keep)
-        if local_bytes > self.local_limit:
-            return None
-        bound = self.bound if off is None else None
-        if q._in_order:
-            # Issue and record the queue's last command under its lock: another thread's
-            # launch cannot come between (the next command must follow the newest).
-            lock = q._lock
-            lock.acquire()
-            try:
-                last = q._last
-                if last is not None and (last is not self.last_issued and not last._done
-                                         and not (
-                        # already issued to this queue's in-order stream: the stream orders it
-                        last._kind == STREAM and last._started and q._stream_in_order
-                        and getattr(last._token, "stream", None) is self.stream)
-                        # failed and not yet seen: the general path fails this one too
-                        or last._error is not None and not last._error.delivered):
-                    return None
-                try:
-                    if bound is not None:
-                        tok = bound(g, l, packed, local_bytes)
-                    else:
-                        tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
-                except Exception as e:  # noqa: BLE001 - reported below, unlocked
-                    error = e
-                else:
-                    ev = q._last = self._event(q, tok, keep)
-                    if q._stream_in_order:
-                        self.last_issued = ev
-                    return ev
-            finally:
-                lock.release()
-            return self._failed(q, error)
-        try:
-            if bound is not None:
-                tok = bound(g, l, packed, local_bytes)
-            else:
-                tok = self.launcher.launch(self.stream, g, l, off, packed, local_bytes)
-        except Exception as e:  # noqa: BLE001 - asynchronous, as on the general path
-            return self._failed(q, e)
-        if self.poll:
-            if tok is None or tok is self.done_token or _token_done(tok):
-                self.done_token = tok    # (as in _event, inline: native CPU's every launch)
-                return self.done_event
-            ev = self._pending(q, tok, keep)
-        else:
-            ev = issued_event(q, STREAM, tok, keep.__len__ if keep else None)
-        out = q._outstanding
-        if q._stream_in_order:
-            me = _get_ident()
-            prev, prev_thread = q._fast_last
-            q._fast_last = (ev, me)
-        else:
-            prev = prev_thread = me = None
-        if out and ev._run is None:
-            newest = out[-1]
-            # q.wait() needs only the newer of two plain launches this thread issued one
-            # after the other to one in-order stream (the older finishes first), and no
-            # finished command. Without this a burst of launches that are all still
-            # running grew the list and re-filtered it on every launch. (A launch of
-            # another thread may have been issued after it was, so not that one.)
-            if newest._done or (newest is prev and prev_thread == me and
-                                prev._run is None and prev._callbacks is None):
-                out[-1] = ev
-                return ev
-        out.append(ev)
-        if len(out) > 256:
-            q._outstanding = [e for e in out if not e._done]
-        return ev
-
-    def _event(self, q, tok, keep):
-        """The event of a launch the driver issued (token ``tok``)."""
-        if self.poll:
-            if tok is None or tok is self.done_token or _token_done(tok):
-                # Finished before the driver returned (native CPU): one complete event
-                # serves every such launch (nothing in it changes once complete; errors
-                # of failed launches get events of their own, see _failed).
-                self.done_token = tok
-                return self.done_event
-            return self._pending(q, tok, keep)
-        # new_event + set_token, without asking the driver whether the launch it just
-        # issued is complete (a fresh event nobody waits on or watches yet).
-        return issued_event(q, STREAM, tok, keep.__len__ if keep else None)
-
-    @staticmethod
-    def _pending(q, tok, keep):
-        ev = new_event(q, STREAM, None)
-        ev._started = True
-        if keep:
-            ev._run = keep.__len__   # holds interop objects until the command completes
-        set_token(ev, tok)
-        return ev
-
-    @staticmethod
-    def _failed(q, error):
-        """A complete event carrying ``error`` (an asynchronous error of the queue)."""
-        ev = new_event(q, STREAM, None)
-        ev._started = True
-        complete(ev, error)
-        if q._in_order:
-            with q._lock:
-                q._last = ev
-        else:
-            q._outstanding.append(ev)
-        return ev
-
-
-_ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}

@@ -27,21 +27,21 @@ def _dims(name: str, dims) -> tuple[int, ...]:
         dims = tuple(dims[0])
     if not 1 <= len(dims) <= 3:
         raise exception(errc.invalid, f"sycl.{name} has 1, 2 or 3 dimensions, not {len(dims)}")
-    return tuple(_extent(name, d) for d in dims)
+    return tuple(_extent(name, value) for value in dims)
 
 
-def _extent(name: str, d) -> int:
+def _extent(name: str, value) -> int:
     """One dimension: an integer (Python or NumPy; not a float, not a bool) in
     ``[0, SIZE_LIMIT)``."""
-    if isinstance(d, (bool, np.bool_)) or not hasattr(d, "__index__"):
-        raise type_error(errc.invalid, f"sycl.{name} dimensions are integers, not {d!r}")
-    v = d.__index__()
-    if v < 0:
-        raise exception(errc.invalid, f"sycl.{name} dimensions are >= 0, not {v}")
-    if v >= SIZE_LIMIT:
-        raise overflow_error(errc.invalid, f"sycl.{name} dimension {v} does not fit a signed "
-                             "64-bit size (at most 2**63 - 1)")
-    return v
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise type_error(errc.invalid, f"sycl.{name} dimensions are integers, not {value!r}")
+    extent = value.__index__()
+    if extent < 0:
+        raise exception(errc.invalid, f"sycl.{name} dimensions are >= 0, not {extent}")
+    if extent >= SIZE_LIMIT:
+        raise overflow_error(errc.invalid, f"sycl.{name} dimension {extent} does not fit a "
+                             "signed 64-bit size (at most 2**63 - 1)")
+    return extent
 
 
 class _Index(tuple):
@@ -51,8 +51,8 @@ class _Index(tuple):
 
     def __new__(cls, *dims):
         if len(dims) == 1:  # the common 1-D case, checked inline
-            d = dims[0]
-            if type(d) is int and 0 <= d < SIZE_LIMIT:
+            extent = dims[0]
+            if type(extent) is int and 0 <= extent < SIZE_LIMIT:
                 return tuple.__new__(cls, dims)
         return tuple.__new__(cls, _dims(cls._kind, dims))
 
@@ -103,18 +103,18 @@ class nd_range:
     __slots__ = ("global_range", "local_range", "offset")
 
     def __init__(self, global_range, local_range, offset=None):
-        g = _launch_part(global_range, "global range")
-        l = _launch_part(local_range, "local range")
-        if len(g) != len(l):
-            raise exception(errc.nd_range, f"nd_range: global range {tuple(g)} and local "
-                            f"range {tuple(l)} have different dimensions")
-        self.global_range = g
-        self.local_range = l
+        global_range = _launch_part(global_range, "global range")
+        local_range = _launch_part(local_range, "local range")
+        if len(global_range) != len(local_range):
+            raise exception(errc.nd_range, f"nd_range: global range {tuple(global_range)} and "
+                            f"local range {tuple(local_range)} have different dimensions")
+        self.global_range = global_range
+        self.local_range = local_range
         self.offset = _launch_part(offset, "offset", id) if offset is not None else \
-            id(*(0,) * len(g))
-        if len(self.offset) != len(g):
+            id(*(0,) * len(global_range))
+        if len(self.offset) != len(global_range):
             raise exception(errc.nd_range, f"nd_range: offset {tuple(self.offset)} and global "
-                            f"range {tuple(g)} have different dimensions")
+                            f"range {tuple(global_range)} have different dimensions")
 
     def get_global_range(self) -> range:
         return self.global_range
@@ -123,7 +123,8 @@ class nd_range:
         return self.local_range
 
     def get_group_range(self) -> range:
-        return range(*(g // l if l else 0 for g, l in zip(self.global_range, self.local_range)))
+        return range(*(extent // local if local else 0
+                       for extent, local in zip(self.global_range, self.local_range)))
 
     def get_offset(self) -> id:
         return self.offset
@@ -171,8 +172,8 @@ def launch_range(value) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[
     """
     if isinstance(value, nd_range):
         return tuple(value.global_range), tuple(value.local_range), tuple(value.offset)
-    g = tuple(_launch_part(value, "range"))
-    return g, None, _ZERO_OFFSETS[len(g)]
+    global_size = tuple(_launch_part(value, "range"))
+    return global_size, None, _ZERO_OFFSETS[len(global_size)]
 
 
 def _launch_part(value, what: str, kind=None):
@@ -189,6 +190,10 @@ def _launch_part(value, what: str, kind=None):
 
 
 _ZERO_OFFSETS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
+
+#: What ``single_task`` launches over, as ``launch_range`` gives it: one work-item in a
+#: work-group of one (SYCL 2020 4.9.4.2.1); the kernel's index parameter is not checked.
+SINGLE_TASK = ((1,), (1,), (0,))
 
 
 class item:

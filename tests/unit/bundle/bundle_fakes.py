@@ -11,6 +11,7 @@ import numpy as np
 
 from pysycl.backends.base import Driver, Target
 from pysycl.bundle import toolchain
+from pysycl.errors import errc, exception
 
 from pysycl.ir.core import Function, Module, Op, Param, Region, SpecConstantDecl
 from pysycl.ir.types import I32, VOID, IndexSpaceType, type_from_dtype
@@ -168,6 +169,10 @@ class FakeCompiler:
 
     def disassemble(self, binary):
         return binary.decode()
+
+    def check_binary(self, binary, link=False):
+        if not bytes(binary).startswith(b"BIN:"):
+            raise exception(errc.invalid, "not a fake binary")
 
 
 def install_fake_toolchain(monkeypatch, tmp_path):

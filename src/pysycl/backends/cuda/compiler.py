@@ -329,5 +329,12 @@ class PtxCompiler(Compiler):
         ptx = _worker.run(**kwargs) if self.in_worker else compile_ptx(**kwargs)
         return ptx.encode()
 
+    def check_binary(self, binary: bytes, link: bool = False) -> None:
+        """PTX read from a file is ASCII text that names a PTX version (the driver's
+        assembler checks the rest and reports errors)."""
+        text = bytes(binary).rstrip(b"\0")
+        if not text.isascii() or b"\0" in text or b".version" not in text:
+            raise exception(errc.invalid, "PTX module: not PTX text")
+
     def disassemble(self, binary: bytes) -> str:
         return binary.rstrip(b"\0").decode()

@@ -13,6 +13,7 @@ import llvmlite.binding as llvm
 
 from ...errors import errc, exception
 from ..base import Compiler, Target
+from .object_check import check_object, probe_link
 from .target import cpu_target_machine, native_cpu_target
 
 # One TargetMachine for the process: host TMs are reusable (llvm-backends.md section 0),
@@ -67,6 +68,9 @@ class NativeCpuCompiler(Compiler):
     def optimized_ir(self, llvm_ir: str) -> str:
         """The IR after O3 (``asm["llvm-opt"]``; tests check it for vector ops)."""
         return str(self.optimize(llvm_ir))
+
+    def check_binary(self, binary: bytes, link: bool = False) -> None:
+        probe_link(binary) if link else check_object(binary)
 
     def compile(self, llvm_ir: str, kernel_names: Sequence[str] = ()) -> bytes:
         mod = self.optimize(llvm_ir, ",".join(kernel_names) or "module")

@@ -36,6 +36,7 @@ from ...detail.symbols import device_global_symbol
 from ...errors import errc, exception
 from ...ir.check_record import BOUNDS_RECORD_SYMBOL, RECORD_SYMBOL, SITES_SYMBOL
 from ..base import KernelArg, KernelArgKind
+from .object_check import check_object
 from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
                      _init_llvm, entry_symbol, host_target_machine)
 
@@ -443,11 +444,18 @@ class NativeExecutor:
              device_global_ids: Sequence[str] = (), symbols: Sequence[str] = ()) -> NativeProgram:
         """Link ``obj`` (from NativeCpuCompiler.compile) under a fresh library name;
         libm and the C runtime come from the current process."""
-        builder = llvm.JITLibraryBuilder().add_object_img(bytes(obj)).add_current_process()
+        obj = bytes(obj)
+        # JITLink aborts (assertions) or writes out of bounds on a malformed object:
+        # every object is checked first, and must define what will be looked up.
+        defined = set(check_object(obj))
         entries = {k: entry_symbol(k) for k in kernel_names}
         exported = list(entries.values()) + [device_global_symbol(u) for u in device_global_ids]
-        obj = bytes(obj)
-        exported += [s for s in CHECK_SYMBOLS if s.encode() in obj]   # checked builds
+        exported += [s for s in CHECK_SYMBOLS if s in defined]   # checked builds
+        missing = [s for s in exported + list(symbols) if s not in defined]
+        if missing:
+            raise exception(errc.invalid, f"native object: it does not define "
+                                          f"{', '.join(missing)}")
+        builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
         for s in exported + list(symbols):
             builder.export_symbol(s)
         try:

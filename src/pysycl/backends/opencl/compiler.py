@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,31 @@ class SpirvCompiler(Compiler):
         self.last_timings = {k: float(v) for k, v in timings.items()}
         self.last_timings["total"] = time.perf_counter() - t0
         return reply[1]
+
+    def check_binary(self, binary: bytes, link: bool = False) -> None:
+        """A SPIR-V module read from a file: the header and the instruction stream
+        (each instruction's word count lands on the next), then ``spirv-val`` where
+        SPIRV-Tools is installed (``PYSYCL_SPIRV_VALIDATE``): a driver's compiler may
+        crash or hang on a malformed module."""
+        binary = bytes(binary)
+        if len(binary) < 24 or len(binary) % 4 or binary[:4] != b"\x03\x02\x23\x07":
+            raise exception(errc.invalid, "SPIR-V module: not a little-endian SPIR-V binary")
+        words = struct.unpack(f"<{len(binary) // 4}I", binary)
+        pos = 5
+        while pos < len(words):
+            if words[pos] >> 16 == 0:
+                raise exception(errc.invalid, f"SPIR-V module: zero-length instruction at "
+                                              f"word {pos}")
+            pos += words[pos] >> 16
+        if pos != len(words) or words[3] == 0:
+            raise exception(errc.invalid, "SPIR-V module: truncated instruction stream")
+        mode = config.spirv_validate()
+        if mode == "off" or (mode == "auto" and find_tool("spirv-val") is None):
+            return
+        try:
+            validate(binary)
+        except exception as e:
+            raise exception(errc.invalid, f"SPIR-V module: {e}") from None
 
     def disassemble(self, binary: bytes) -> str:
         """``spirv-dis`` output; empty when SPIRV-Tools is not installed."""

@@ -1,0 +1,241 @@
+"""Kernel launches: one road from ``parallel_for`` / ``single_task`` to the driver.
+
+``handler.parallel_for`` (at the end of its command group) and ``queue.parallel_for``
+alike take the :class:`LaunchPlan` of their kernel on the queue and call
+``plan.enqueue(range, args, deps)``. The plan is made once per kernel on a queue from
+what the kernel's launches share (the launcher and its argument packer, made once per
+kernel and device; the kernel's work-group size properties; the driver's launch bound to
+the queue's stream), and each launch then does only what can change:
+
+1. the range is normalised and checked (:meth:`LaunchPlan.index_space`, the one place
+   that reads what ``parallel_for`` was given; the last range object is remembered,
+   so a launch loop checks it once);
+2. the arguments are packed (``runtime/args.py``): a wrong argument is a synchronous
+   ``sycl.exception`` and nothing is recorded;
+3. a launch with nothing to wait on (no ``depends_on``, no accessors, no pending
+   predecessor on an in-order queue, no profiling) is issued at once; any other becomes a command that the scheduler starts
+   once its dependencies completed (``queue._submit``).
+
+Either way the queue records the launch's event in one place, ``queue._record``.
+
+>>> q = sycl.queue(); a = sycl.malloc_shared(3, np.int32, q)     # doctest: +SKIP
+>>> q.parallel_for(3, twice, a).wait()                           # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from ..errors import errc, exception
+from . import args as args_mod
+from .event import (STREAM, _token_done, complete, event, issued_event, new_event,
+                    set_token)
+from .handler import handler
+from .ranges import SINGLE_TASK, launch_range
+from .ranges import range as range_cls
+
+
+class LaunchPlan:
+    """Launching one kernel (one launcher: kernel, device, bundle, spec-constant values,
+    launch properties) on one queue.
+
+    ``enqueue(range, args, deps)`` is the whole launch; its fast case (nothing to wait
+    on) issues it at once, ``issue_in_order`` on an in-order queue.
+    ``bound`` is the driver's launch bound to the queue's stream, looked up at the first
+    launch without a global offset (a launch with one goes through the launcher's
+    general ``launch``)."""
+
+    __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
+                 "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
+                 "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space")
+
+    def __init__(self, queue, launcher, bind: bool = True):
+        self.queue = queue
+        self.launcher = launcher
+        self.packer = packer = args_mod.packer_for(launcher)
+        self.name = packer.kernel
+        self.index_kind = packer.index_kind
+        self.dims = packer.dims
+        self.stream = queue._stream
+        self.desc = queue._desc
+        self.local_limit = queue._desc.local_mem_size
+        # The kernel's work-group size properties (SYCL 2020 5.8.1) constrain its ranges.
+        self.checks_work_group = bool(launcher.reqd_work_group_size or
+                                      launcher.max_work_group_size or
+                                      launcher.max_linear_work_group_size)
+        # A profiling queue times each command from its submission: never issued at once.
+        self.waits = queue._profiling
+        # A plan made for one command group only (its own spec-constant values, bundle or
+        # properties) launches through the launcher: binding would cost more than it saves.
+        self.binds = bind
+        self.bound = None
+        # Launch tokens worth asking about at issue (native CPU: complete on return).
+        self.poll = not queue._driver.launch_tokens_pending
+        # The queue's backend stream runs commands in issue order.
+        self.stream_ordered = queue._stream_in_order
+        # The one event of every launch that finished before the driver returned (nothing
+        # in it changes once complete; failed launches get events of their own).
+        self.done_event = event()
+        self.done_event._queue = queue
+        self.done_event._kind = STREAM
+        self.done_token = None   # a token seen complete: tokens never become incomplete
+        # Packers read the queue through a handler; this one never holds a command.
+        self.cgh = handler(queue)
+        # (range object, (global size, local size, offset)) of the last launch over an
+        # immutable range: the same object, or a sycl.range equal to it, is not checked
+        # again.
+        self.last_space = (_NO_RANGE, None)
+
+    # The launch --------------------------------------------------------------------------
+    def enqueue(self, space, args, deps=None, cgh=None):
+        """Launch over ``space`` (what ``parallel_for`` takes, or ``SINGLE_TASK``) with
+        the user's ``args``, after the events ``deps``; ``cgh``: the command group it is
+        the command of (its accessors). Returns the launch's event."""
+        last = self.last_space
+        if space is last[0] or (space.__class__ is range_cls and space == last[0]):
+            global_size, local_size, offset = last[1]
+        else:
+            global_size, local_size, offset = self.index_space(space)
+        keep: list = []
+        packed, local_bytes = self.packer.pack(args, cgh or self.cgh, keep)
+        if local_bytes > self.local_limit:
+            raise exception(errc.nd_range, f"kernel {self.name} asks for {local_bytes} bytes "
+                            f"of local memory; {self.queue.get_device().name!r} has "
+                            f"{self.local_limit}")
+        if deps or self.waits or cgh is not None and cgh._accs:
+            accs = cgh._accs if cgh is not None else None
+            run = self.command(global_size, local_size, offset, packed, local_bytes, keep,
+                               accs)
+            return self.queue._submit(STREAM, run, deps, accs)
+        queue = self.queue
+        if queue._in_order:
+            return self.issue_in_order(global_size, local_size, offset, packed, local_bytes,
+                                       keep)
+        # Nothing to wait on, out of order: issue now. (Inline: this is every launch of a
+        # launch loop.) A driver error is the launch's asynchronous error.
+        bound = self.bound
+        try:
+            if offset is None and bound is not None:
+                tok = bound(global_size, local_size, packed, local_bytes)
+            else:
+                tok = self._launch(global_size, local_size, offset, packed, local_bytes)
+        except Exception as error:  # noqa: BLE001 - asynchronous, as a command's
+            return queue._failed(error)
+        if not self.poll:   # (not asked whether the launch it just issued is complete)
+            return queue._record(issued_event(queue, STREAM, tok,
+                                              keep.__len__ if keep else None))
+        if tok is None or tok is self.done_token or _token_done(tok):
+            self.done_token = tok   # complete: nothing for wait() to wait for
+            return self.done_event
+        return queue._record(self._event(tok, keep))
+
+    def index_space(self, space):
+        """``(global size, local size or None, offset or None)`` of ``space``, checked
+        against the kernel (index kind, dimensions, work-group properties) and the
+        device's limits; ``errc.nd_range`` (with the Python type users expect)."""
+        if space is SINGLE_TASK:
+            global_size, local_size, offset = space
+        else:
+            global_size, local_size, offset = launch_range(space)
+            if self.index_kind == "nd_item" and local_size is None:
+                raise exception(errc.nd_range, f"kernel {self.name} takes an nd_item: launch "
+                                "it with a sycl.nd_range")
+            if self.dims and self.dims != len(global_size):
+                raise exception(errc.nd_range, f"kernel {self.name} is {self.dims}-D but the "
+                                f"range {global_size} is {len(global_size)}-D")
+        if self.checks_work_group:
+            local_size = self.launcher.check_nd_range(global_size, local_size)
+        args_mod.check_launch(self.desc, global_size, local_size, self.name, offset)
+        if not any(offset):
+            offset = None
+        kind = space.__class__
+        if kind is range_cls or kind is int or space is SINGLE_TASK or kind is tuple and all(
+                extent.__class__ is int for extent in space):   # immutable: remembered
+            self.last_space = (space, (global_size, local_size, offset))
+        return global_size, local_size, offset
+
+    def command(self, global_size, local_size, offset, packed, local_bytes, keep, accs):
+        """The launch as a command the scheduler starts once its dependencies completed:
+        the buffers of ``accs`` are made current on the device first. (``keep``, the
+        arguments' interop objects, lives in it until the event completes.)"""
+        queue, launcher, stream = self.queue, self.launcher, self.stream
+
+        def run():
+            if accs:
+                for acc in accs:
+                    acc._mem._prepare_device(queue._device, queue._context, stream,
+                                             acc.write, acc._discard)
+            return launcher.launch(stream, global_size, local_size, offset, packed,
+                                   local_bytes)
+        return run
+
+    # The fast case: nothing to wait on ---------------------------------------------------
+    def issue_in_order(self, global_size, local_size, offset, packed, local_bytes, keep):
+        """Issue the launch now on an in-order queue, and record it as the queue's newest
+        command, both under the queue's lock (no other thread's command comes between);
+        when the newest command is still to be waited for, the launch becomes a command
+        that waits for it (``queue._submit``)."""
+        queue = self.queue
+        bound = self.bound
+        lock = queue._lock
+        lock.acquire()   # (cheaper than ``with``, which shows per launch)
+        try:
+            last = queue._last
+            # (Inline, the common cases of queue._follows_at_once: nothing before it, a
+            # complete command, or this queue's newest launch on its in-order stream.)
+            if last is None or last._error is None and (
+                    last._done or last is queue._issued and self.stream_ordered) or \
+                    queue._follows_at_once(last):
+                try:
+                    if offset is None and bound is not None:
+                        tok = bound(global_size, local_size, packed, local_bytes)
+                    else:
+                        tok = self._launch(global_size, local_size, offset, packed,
+                                           local_bytes)
+                except Exception as error:  # noqa: BLE001 - reported below, unlocked
+                    failure = error
+                else:
+                    if not self.poll:
+                        return queue._record(issued_event(queue, STREAM, tok,
+                                                          keep.__len__ if keep else None))
+                    if tok is None or tok is self.done_token or _token_done(tok):
+                        self.done_token = tok
+                        return queue._record(self.done_event)
+                    return queue._record(self._event(tok, keep))
+            else:
+                failure = None
+        finally:
+            lock.release()
+        if failure is not None:
+            return queue._failed(failure)
+        run = self.command(global_size, local_size, offset, packed, local_bytes, keep, None)
+        return queue._submit(STREAM, run, None)
+
+    def _launch(self, global_size, local_size, offset, packed, local_bytes):
+        """The driver's launch through the launcher: one with a global offset, or the
+        plan's first, which binds it to the queue's stream (a program that fails to
+        load fails the launch, asynchronously)."""
+        if offset is None and self.binds:
+            self.bound = bound = self.launcher.bind(self.stream)
+            return bound(global_size, local_size, packed, local_bytes)
+        return self.launcher.launch(self.stream, global_size, local_size, offset, packed,
+                                    local_bytes)
+
+    def _event(self, tok, keep):
+        """The event of a launch the driver issued, token ``tok``, found not complete:
+        it holds ``keep`` (interop objects) until it completes. (Where the driver's
+        tokens are never complete at issue, ``issued_event`` makes it unasked.)"""
+        ev = new_event(self.queue, STREAM, None)
+        ev._started = True
+        if keep:
+            ev._run = keep.__len__
+        set_token(ev, tok)
+        return ev
+
+
+_NO_RANGE = object()
+
+
+def failed_event(queue, error):
+    """A started command's event completed with ``error`` (an asynchronous error)."""
+    ev = new_event(queue, STREAM, None)
+    ev._started = True
+    complete(ev, error)
+    return ev

@@ -1,0 +1,110 @@
+"""Atomics as SYCL 2020 writes them (4.15): ``atomic_ref[T, order, scope, space]``,
+memory orders and scopes on every operation, ``atomic_fence``, and float min/max on
+work-group local memory, on every device, against NumPy."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import pysycl as sycl
+
+O, S, AS = sycl.memory_order, sycl.memory_scope, sycl.access.address_space
+
+
+@sycl.kernel
+def group_extremes(it: sycl.nd_item[1], x: sycl.global_ptr[np.float32],
+                   lo: sycl.global_ptr[np.float32], hi: sycl.global_ptr[np.float32],
+                   loc: sycl.local_accessor[np.float32, 1]):
+    lid = it.get_local_id(0)
+    if lid == 0:
+        loc[0] = np.float32(np.inf)
+        loc[1] = np.float32(-np.inf)
+    sycl.group_barrier(it.get_group())
+    v = x[it.get_global_id(0)]
+    small = sycl.atomic_ref[np.float32, O.relaxed, S.work_group, AS.local_space](loc[0])
+    small.fetch_min(v, O.relaxed)
+    big = sycl.atomic_ref(loc, 1, scope=S.work_group)
+    big.fetch_max(v, O.acq_rel, S.work_group)
+    sycl.group_barrier(it.get_group())
+    if lid == 0:
+        g = it.get_group_linear_id()
+        lo[g] = loc[0]
+        hi[g] = loc[1]
+
+
+@sycl.kernel
+def ordered_counting(it: sycl.item[1], counter: sycl.global_ptr[np.int64],
+                     flags: sycl.global_ptr[np.int32], x: sycl.global_ptr[np.float64],
+                     best: sycl.global_ptr[np.float64]):
+    c = sycl.atomic_ref[np.int64, O.relaxed, S.device](counter[0])
+    ticket = c.fetch_add(np.int64(1), O.seq_cst, S.device)
+    sycl.atomic_ref(flags, ticket).store(np.int32(1), O.release)
+    sycl.atomic_fence(O.seq_cst, S.device)
+    seen = sycl.atomic_ref(flags, ticket).load(O.acquire, S.device)
+    # A lock-free maximum through a compare-exchange loop (the weak form, as C++ writes it).
+    b = sycl.atomic_ref(best, 0)
+    old = b.load(O.relaxed)
+    v = x[it.get_id(0)] + np.float64(seen - 1)
+    while old < v and not b.compare_exchange_weak(old, v, O.acq_rel, O.relaxed):
+        pass
+
+
+@pytest.mark.parametrize("wg", [1, 7, 64])
+def test_float_min_max_on_local_memory(queue, wg):
+    groups = 13
+    x = np.random.default_rng(wg).standard_normal(groups * wg).astype(np.float32)
+    dx = sycl.malloc_shared(x.size, np.float32, queue)
+    lo = sycl.malloc_shared(groups, np.float32, queue)
+    hi = sycl.malloc_shared(groups, np.float32, queue)
+    dx[:] = x
+    queue.submit(lambda h: h.parallel_for(sycl.nd_range(x.size, wg), group_extremes, dx, lo,
+                                          hi, sycl.local_accessor(np.float32, 2, h))).wait()
+    np.testing.assert_array_equal(lo.to_numpy(), x.reshape(groups, wg).min(axis=1))
+    np.testing.assert_array_equal(hi.to_numpy(), x.reshape(groups, wg).max(axis=1))
+
+
+def test_orders_scopes_fence_and_compare_exchange_weak(queue):
+    n = 3000
+    x = np.random.default_rng(9).standard_normal(n)
+    counter = sycl.malloc_shared(1, np.int64, queue)
+    flags = sycl.malloc_shared(n, np.int32, queue)
+    dx = sycl.malloc_shared(n, np.float64, queue)
+    best = sycl.malloc_shared(1, np.float64, queue)
+    counter[:], flags[:], dx[:], best[:] = 0, 0, x, -np.inf
+    queue.parallel_for(n, ordered_counting, counter, flags, dx, best).wait()
+    assert counter.to_numpy()[0] == n
+    assert (flags.to_numpy() == 1).all()
+    assert best.to_numpy()[0] == x.max()
+
+
+def _compile(source: str, folder):
+    """Compile the one kernel of ``source`` (a module file, as kernels need source)."""
+    import importlib.util
+    path = folder / f"atomics_case_{abs(hash(source))}.py"
+    path.write_text("import numpy as np\nimport pysycl as sycl\n"
+                    "O, S, AS = sycl.memory_order, sycl.memory_scope, sycl.access.address_space\n"
+                    "@sycl.kernel\n" + source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.bad.ir_module()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("sycl.atomic_ref(a, 0).load(O.release)", "cannot use memory_order.release"),
+    ("sycl.atomic_ref(a, 0).store(np.int32(1), O.acquire)", "cannot use memory_order.acquire"),
+    ("sycl.atomic_ref(a, 0).compare_exchange_strong(np.int32(0), np.int32(1), O.relaxed, "
+     "O.seq_cst)", "failure order seq_cst"),
+    ("sycl.atomic_ref(a, 0).fetch_add(np.int32(1), O.relaxed, S.device, S.device)", "takes 1"),
+    ("sycl.atomic_ref(a, 0).fetch_add(np.int32(1), S.device, O.relaxed)", "orders first"),
+    ("sycl.atomic_ref[np.float32, O.relaxed, S.device](a[0])", "refers to a int32"),
+    ("sycl.atomic_ref[np.int32, O.relaxed, S.device, AS.local_space](a[0])", "global memory"),
+    ("sycl.atomic_ref[np.int32, O.relaxed](a[0])", "takes [T, order, scope]"),
+    ("sycl.atomic_fence(O.relaxed)", "takes 2"),
+])
+def test_misused_atomics_are_compile_errors(body, message, tmp_path):
+    src = f"def bad(i: sycl.id[1], a: sycl.global_ptr[np.int32]):\n    {body}\n"
+    with pytest.raises(sycl.compile_error, match=re.escape(message)):
+        _compile(src, tmp_path)
