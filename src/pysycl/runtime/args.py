@@ -21,6 +21,7 @@ import numpy as np
 from .. import types
 from ..backends.base import KernelArg, KernelArgKind
 from ..backends import registry
+from ..detail.generated_code import define
 from ..errors import errc, exception, overflow_error, type_error
 from . import dlpack
 from .buffer import accessor, local_accessor
@@ -146,7 +147,7 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
     if hasattr(value, "__dlpack__"):
         return _dlpack_pointer(value, dev, kernel, name, keep)
     raise _arg_error(kernel, name, f"expected a sycl.usm_array or an array on {dev.name!r}, "
-                     f"got {type(value).__name__}")
+                     f"got {type(value).__name__}", type_error)
 
 
 def _c_contiguous(shape, strides, itemsize: int) -> bool:
@@ -381,7 +382,8 @@ def _struct_packer(p, kernel):
         try:
             out.append(KernelArg(_BYTES, types.to_struct_bytes(value, dt)))
         except (TypeError, ValueError) as e:
-            raise _arg_error(kernel, p.name, f"cannot convert {value!r} to {dt}: {e}") from None
+            raise _arg_error(kernel, p.name, f"cannot convert {value!r} to {dt}: {e}",
+                             type_error) from None
     return pack
 
 
@@ -394,15 +396,16 @@ def _accessor_packer(p, kernel):
     def pack(value, out, cgh, keep):
         if not isinstance(value, accessor):
             raise _arg_error(kernel, p.name, f"expected a sycl.accessor, got "
-                             f"{type(value).__name__}")
+                             f"{type(value).__name__}", type_error)
         if value._cgh is not cgh:
             raise exception(errc.accessor, f"kernel {kernel}: accessor for {p.name!r} was not "
                             "created for this command group (pass cgh to sycl.accessor)")
         if p.dims and value.dims != p.dims:
             raise _arg_error(kernel, p.name, f"{value.dims}-D accessor for a {p.dims}-D "
-                             "parameter")
+                             "parameter", type_error)
         if dt is not None and value.dtype != dt:
-            raise _arg_error(kernel, p.name, f"accessor of {value.dtype} for a {dt} parameter")
+            raise _arg_error(kernel, p.name, f"accessor of {value.dtype} for a {dt} parameter",
+                             type_error)
         if want_write and not value.write:
             raise _arg_error(kernel, p.name, "read_only accessor for a parameter the kernel "
                              "writes")
@@ -418,13 +421,13 @@ def _local_packer(p, kernel):
     def pack(value, out, cgh, keep):
         if not isinstance(value, local_accessor):
             raise _arg_error(kernel, p.name, "expected cgh.local_accessor(dtype, shape), got "
-                             f"{type(value).__name__}")
+                             f"{type(value).__name__}", type_error)
         if p.dims and value.dims != p.dims:
             raise _arg_error(kernel, p.name, f"{value.dims}-D local accessor for a "
-                             f"{p.dims}-D parameter")
+                             f"{p.dims}-D parameter", type_error)
         if p.dtype is not None and value.dtype != np.dtype(p.dtype):
             raise _arg_error(kernel, p.name, f"local accessor of {value.dtype} for a "
-                             f"{np.dtype(p.dtype)} parameter")
+                             f"{np.dtype(p.dtype)} parameter", type_error)
         out.append(KernelArg(_LOCAL, value.nbytes))
         for extent in value.shape:
             out.append(_i64(extent))
@@ -442,7 +445,8 @@ def _pointer_packer(p, kernel, bounds: bool = False):
             have = value.dtype   # the common case, checked cheaply
             if have is not dt and dt is not None and have != dt and have.itemsize \
                     and dt.kind != "V":
-                raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
+                raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
+                                 type_error)
             karg = value._karg   # made once per array; refers to nothing more than it
             if karg is None:
                 karg = value._karg = KernelArg(_MEM, value._alloc)
@@ -454,7 +458,8 @@ def _pointer_packer(p, kernel, bounds: bool = False):
             mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
                                            cgh._queue._stream)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":
-            raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
+            raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
+                             type_error)
         out.append(KernelArg(_MEM, mem))
         if bounds:
             out.append(_i64(nbytes))
@@ -465,7 +470,7 @@ def _spec_packer(p, kernel):
     def pack(value, out, cgh, keep):
         if not hasattr(value, "spec_id"):
             raise _arg_error(kernel, p.name, "expected the placeholder returned by "
-                             "cgh.set_spec_constant(spec_id, value)")
+                             "cgh.set_spec_constant(spec_id, value)", type_error)
         if value.spec_id is not p.spec_id:
             raise _arg_error(kernel, p.name, f"the parameter reads {_uid(p.spec_id)}, but "
                              f"the placeholder is for {_uid(value.spec_id)}")
@@ -541,15 +546,15 @@ class Packer:
                   f"    if {' or '.join(f'k{i} is None' for i in range(n))}:",
                   "        return slow(args, cgh, keep)",
                   f"    return [{names.replace('a', 'k')}], 0"]
-        exec("\n".join(lines), scope)  # noqa: S102 - code built above from param kinds only
-        return scope["pack"]
+        # Code built above from parameter kinds only; named after the kernel for tracebacks.
+        return define(lines, f"<pysycl packer of kernel {self.kernel}>", scope)["pack"]
 
     def pack_slow(self, args, cgh, keep=None):
         """(KernelArgs, total local bytes); ``keep`` collects objects to hold alive."""
         steps = self.steps
         if len(args) != len(steps):
-            raise exception(errc.kernel_argument, f"kernel {self.kernel} takes {len(steps)} "
-                            f"argument(s) ({', '.join(self.names)}), {len(args)} given")
+            raise type_error(errc.kernel_argument, f"kernel {self.kernel} takes {len(steps)} "
+                             f"argument(s) ({', '.join(self.names)}), {len(args)} given")
         out: list = []
         if keep is None:
             keep = []

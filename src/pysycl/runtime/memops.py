@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..bundle.device_globals import instance_of
-from ..errors import errc, exception
+from ..errors import errc, exception, type_error
 from ..host_objects import device_global
 from ..properties import host_access
 from .buffer import accessor
@@ -180,8 +180,8 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         _check_host_access(obj, write)
         side.mem.check_host_copy()
         return side
-    raise exception(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
-                    "(expected sycl.usm_array, an accessor or a host array)")
+    raise type_error(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
+                     "(expected sycl.usm_array, an accessor or a host array)")
 
 
 def _is_dg(side: _Side) -> bool:

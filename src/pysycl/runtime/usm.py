@@ -435,7 +435,8 @@ def free(a: usm_array, q=None) -> None:
     """Release ``a``; using it afterwards is ``errc.invalid``. Freeing twice is harmless.
     NumPy views and DLPack exports of ``a`` still alive keep the memory until they die."""
     if not isinstance(a, usm_array):
-        raise exception(errc.invalid, f"sycl.free takes a sycl.usm_array, not {type(a).__name__}")
+        raise type_error(errc.invalid, f"sycl.free takes a sycl.usm_array, not "
+                         f"{type(a).__name__}")
     a._block = None       # the memory goes when the last view lets go of the block
     a._alloc = None
     a._karg = None
