@@ -26,7 +26,8 @@ from ..errors import errc, exception, overflow_error, type_error
 from . import dlpack
 from .buffer import accessor, local_accessor
 from .ranges import SIZE_LIMIT
-from .usm import usm_array
+from . import usm_views
+from .usm import find_allocation, usm_array
 
 _SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
                                  KernelArgKind.mem, KernelArgKind.local)
@@ -130,7 +131,9 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
                                     value.device.get_platform() != dev.get_platform()):
             raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
                              f"used on {dev.name!r}")
-        return value._alloc, value.dtype, value.nbytes
+        return value.memory_handle, value.dtype, value.nbytes
+    if hasattr(value, "__sycl_usm_array_interface__"):
+        return _sycl_usm_pointer(value, dev, kernel, name, keep)
     host = bool(desc.extra.get("host_accessible"))
     if host and hasattr(value, "__array_interface__"):
         iface = value.__array_interface__
@@ -148,6 +151,26 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
         return _dlpack_pointer(value, dev, kernel, name, keep)
     raise _arg_error(kernel, name, f"expected a sycl.usm_array or an array on {dev.name!r}, "
                      f"got {type(value).__name__}", type_error)
+
+
+def _sycl_usm_pointer(value, dev, kernel, name, keep):
+    """Memory of another array type exposing ``__sycl_usm_array_interface__`` (dpctl,
+    dpnp): usable when it lies in a live pysycl USM allocation this device can use."""
+    try:
+        ptr, dtype, nbytes = usm_views.interface_memory(value)
+    except exception as e:
+        raise _arg_error(kernel, name, str(e), type(e)) from None
+    block = find_allocation(ptr) if ptr else None
+    if block is None or ptr + nbytes > block.ptr + block.nbytes:
+        raise _arg_error(kernel, name, f"its __sycl_usm_array_interface__ memory is not USM "
+                         f"pysycl allocated; copy it into a sycl.malloc_* array (q.memcpy)")
+    if block.device != dev and (block.usm_type == "device" or
+                                block.device.get_platform() != dev.get_platform()):
+        raise _arg_error(kernel, name, f"USM memory of {block.device.name!r} cannot be used "
+                         f"on {dev.name!r}")
+    keep.append(value)
+    mem = block.alloc if ptr == block.ptr else usm_views.ViewMemory(ptr, block.alloc)
+    return mem, dtype, nbytes
 
 
 def _c_contiguous(shape, strides, itemsize: int) -> bool:
@@ -449,7 +472,7 @@ def _pointer_packer(p, kernel, bounds: bool = False):
                                  type_error)
             karg = value._karg   # made once per array; refers to nothing more than it
             if karg is None:
-                karg = value._karg = KernelArg(_MEM, value._alloc)
+                karg = value._karg = KernelArg(_MEM, value.memory_handle)
             out.append(karg)
             if bounds:
                 out.append(_i64(value.nbytes))
