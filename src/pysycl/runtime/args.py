@@ -14,6 +14,7 @@ launch then runs one small function per parameter. Errors are
 from __future__ import annotations
 
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -119,10 +120,11 @@ def _power(n: int) -> str:
 
 
 # Pointers --------------------------------------------------------------------------------
-def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
+def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, context=None):
     """(memory handle, dtype, size in bytes) of a USM array or an interop object usable on ``dev``;
     ``stream``: the queue's backend stream (CUDA arrays of other libraries are ordered
-    after their producer's pending work on it, see :func:`_cuda_pointer`)."""
+    after their producer's pending work on it, see :func:`_cuda_pointer`); ``context``:
+    the queue's, where host arrays a device cannot reach are staged (:class:`HostStaging`)."""
 
     desc = dev._desc
     if isinstance(value, usm_array):
@@ -134,7 +136,7 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
         return value.memory_handle, value.dtype, value.nbytes
     if hasattr(value, "__sycl_usm_array_interface__"):
         return _sycl_usm_pointer(value, dev, kernel, name, keep)
-    host = bool(desc.extra.get("host_accessible"))
+    host = reaches_host_memory(desc)
     if host and hasattr(value, "__array_interface__"):
         iface = value.__array_interface__
         if iface.get("strides") is not None and not np.asarray(value).flags.c_contiguous:
@@ -144,6 +146,10 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
         keep.append(value)
         dtype = np.dtype(iface["typestr"])
         return int(iface["data"][0]), dtype, _count(iface["shape"]) * dtype.itemsize
+    if not host and context is not None:
+        host_array = _host_array(value)
+        if host_array is not None:
+            return _staged_pointer(host_array, dev, context, kernel, name, keep)
     if desc.backend == "cuda" and (hasattr(value, "__cuda_array_interface__") or
                                    hasattr(value, "__dlpack__")):
         return _cuda_pointer(value, dev, kernel, name, keep, stream)
@@ -151,6 +157,78 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
         return _dlpack_pointer(value, dev, kernel, name, keep)
     raise _arg_error(kernel, name, f"expected a sycl.usm_array or an array on {dev.name!r}, "
                      f"got {type(value).__name__}", type_error)
+
+
+# Host arrays on devices that cannot reach host memory ------------------------------------
+def reaches_host_memory(desc) -> bool:
+    """Whether kernels on the device read and write ordinary host memory (a NumPy array)
+    through its address: the driver says so (``host_accessible``: the native CPU), or the
+    device has SYCL's ``usm_system_allocations`` aspect (OpenCL CPU runtimes, GPUs with
+    system-allocated memory access)."""
+    return bool(desc.extra.get("host_accessible")) or "usm_system_allocations" in desc.aspects
+
+
+class HostStaging:
+    """A host array a kernel argument stands for on a device that cannot reach host
+    memory: copied into ``device`` (a device USM array) before the launch and back
+    after it, as Numba's CUDA target does with NumPy arrays."""
+
+    __slots__ = ("host", "device")
+
+    def __init__(self, host: np.ndarray, device):
+        self.host, self.device = host, device
+
+    def copy_in(self) -> None:
+        if self.host.nbytes:
+            self.device._driver.copy(None, self.device.memory_handle, 0,
+                                     memoryview(self.host).cast("B"), 0,
+                                     self.host.nbytes).wait()
+
+    def copy_out(self) -> None:
+        if self.host.nbytes:
+            self.device._driver.copy(None, memoryview(self.host).cast("B"), 0,
+                                     self.device.memory_handle, 0, self.host.nbytes).wait()
+
+
+_staging_warned = False
+
+
+def _host_array(value) -> np.ndarray | None:
+    """``value`` as a NumPy array over its own host memory, if it is host memory (a NumPy
+    array, anything with ``__array_interface__``, a CPU DLPack tensor), else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__array_interface__"):
+        return np.asarray(value)
+    if hasattr(value, "__dlpack_device__") and hasattr(value, "__dlpack__"):
+        try:
+            if tuple(value.__dlpack_device__())[0] == dlpack.kDLCPU:
+                return np.from_dlpack(value)
+        except (BufferError, RuntimeError, TypeError, ValueError):
+            return None
+    return None
+
+
+def _staged_pointer(arr: np.ndarray, dev, context, kernel, name, keep):
+    """Device USM standing for host array ``arr`` (see :class:`HostStaging`), warning once
+    per process that the copies happen."""
+    global _staging_warned
+    if not arr.flags.c_contiguous:
+        raise _arg_error(kernel, name, "array is not C-contiguous")
+    if not arr.flags.writeable:
+        raise _arg_error(kernel, name, "array is read-only")
+    if arr.dtype.hasobject:
+        raise _arg_error(kernel, name, f"array of {arr.dtype} (Python objects)", type_error)
+    if not _staging_warned:
+        _staging_warned = True
+        warnings.warn(f"kernel {kernel}: argument {name!r} is host memory, which "
+                      f"{dev.name!r} cannot reach: it is copied to the device before the "
+                      "launch and back after it, and the launch waits for the kernel. Use "
+                      "sycl.malloc_device with q.memcpy, or a sycl.buffer, to decide when "
+                      "data moves (this warning is shown once)", RuntimeWarning, stacklevel=2)
+    staged = usm_array._make(arr.shape, arr.dtype, "device", dev, context)
+    keep.append(HostStaging(arr, staged))
+    return staged.memory_handle, arr.dtype, arr.nbytes
 
 
 def _sycl_usm_pointer(value, dev, kernel, name, keep):
@@ -188,8 +266,7 @@ def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
     desc = dev._desc
     want = registry.dlpack_device(desc, "device")
     have = tuple(value.__dlpack_device__())
-    host_ok = desc.extra.get("host_accessible") and have[0] in (dlpack.kDLCPU,
-                                                                 dlpack.kDLCUDAHost)
+    host_ok = reaches_host_memory(desc) and have[0] in (dlpack.kDLCPU, dlpack.kDLCUDAHost)
     if desc.backend == "cuda":     # pinned host and managed memory are reachable too
         host_ok = have[0] == dlpack.kDLCUDAHost or have == (dlpack.kDLCUDAManaged, want[1])
     if have != want and not host_ok:
@@ -479,7 +556,7 @@ def _pointer_packer(p, kernel, bounds: bool = False):
             return
         else:
             mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
-                                           cgh._queue._stream)
+                                           cgh._queue._stream, cgh._queue._context)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":
             raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
                              type_error)
