@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
+LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -20,6 +20,6 @@ def on_page_markdown(markdown, page, config, files):
         resolved = posixpath.normpath(posixpath.join("docs", here, target))
         if resolved.startswith("docs/"):
             return match.group(0)
-        return f"{text} (`{resolved}`)"
+        return f"{text} (`{resolved}`)" if text else f"`{resolved}`"
 
     return LINK.sub(rewrite, markdown)
