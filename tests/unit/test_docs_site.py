@@ -1,6 +1,7 @@
 """The documentation site: ``mkdocs build --strict`` passes (no broken link, anchor or
 API reference; every page in the navigation), the API reference lists every public name,
-and the environment page lists every ``PYSYCL_*`` variable the package reads."""
+and the environment page lists every ``PYSYCL_*`` variable the package reads. The
+API reference is made at build time (``docs/hooks/api_reference.py``)."""
 from __future__ import annotations
 
 import importlib.util
@@ -29,20 +30,27 @@ def test_site_builds_strict(tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
-    assert "usm_array" in api and "parallel_for" in api
+    import pysycl
+    assert [n for n in pysycl.__all__ if f"<code>sycl.{n}</code>" not in api] == []
+    assert "parallel_for" in api and "copy_to_host" in api      # members are documented
 
 
-def test_api_reference_is_up_to_date():
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "api_reference.py"), "--check"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+def _api_hook():
+    spec = importlib.util.spec_from_file_location(
+        "api_reference_hook", ROOT / "docs" / "hooks" / "api_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_every_public_name_has_a_reference_entry():
     import pysycl
-    page = (ROOT / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    hook = _api_hook()
+    page = hook.render()
     missing = [n for n in pysycl.__all__ if f"### `sycl.{n}`" not in page]
     assert missing == []
+    # (A name no group lists is under "More names"; each points at its definition.)
+    assert all(hook.where(n) for n in pysycl.__all__)
 
 
 def test_every_environment_variable_is_documented():
