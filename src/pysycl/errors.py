@@ -31,6 +31,12 @@ class exception(Exception):
     >>> raise exception(errc.invalid, "empty device list")
     """
 
+    def __new__(cls, code: errc = errc.runtime, *args, **kwargs):
+        # An allocation failure is also a MemoryError, whichever layer reports it.
+        if cls is exception and code is errc.memory_allocation:
+            cls = memory_error
+        return Exception.__new__(cls, code, *args, **kwargs)
+
     def __init__(self, code: errc = errc.runtime, message: str = ""):
         if isinstance(code, str) and not message:  # exception("msg") form
             code, message = errc.runtime, code
@@ -54,7 +60,12 @@ class overflow_error(exception, OverflowError):
 
 
 class memory_error(exception, MemoryError):
-    """An allocation the device cannot satisfy; also a ``MemoryError``."""
+    """An allocation the device cannot satisfy; also a ``MemoryError``. Every
+    ``exception(errc.memory_allocation, ...)`` is made one.
+
+    >>> type(exception(errc.memory_allocation, "out of memory")).__name__
+    'memory_error'
+    """
 
 
 class type_error(exception, TypeError):
@@ -67,33 +78,47 @@ class value_error(exception, ValueError):
     cannot hold); also a ``ValueError``."""
 
 
-class compile_error(exception):
-    """An error in kernel source, shown like a Python ``SyntaxError``.
+class compile_error(exception, SyntaxError):
+    """An error in kernel source; also a ``SyntaxError`` (Python's traceback shows the
+    file, the line and a caret under the culprit).
 
     ``filename``, ``lineno`` (1-based) and ``col`` (0-based) point into the
-    user's file; ``str()`` shows the line with a caret under the culprit.
+    user's file (``offset`` is ``col + 1``, as a ``SyntaxError`` counts); ``str()``
+    shows the line with a caret under the culprit and the hint.
+
+    >>> e = compile_error("float64 is not allowed here", "k.py", 3, 4)
+    >>> isinstance(e, SyntaxError), e.code(), (e.lineno, e.offset)
+    (True, <errc.build: 7>, (3, 5))
     """
 
     def __init__(self, message: str, filename: str = "<unknown>", lineno: int = 0,
                  col: int = 0, hint: str | None = None):
+        self.col = col
+        self.hint = hint
+        line = linecache.getline(filename, lineno) if lineno else ""
+        super().__init__(errc.build, self._render(message, filename, lineno, col, hint, line))
+        # SyntaxError's fields, which Python's traceback display reads.
         self.msg = message
         self.filename = filename
         self.lineno = lineno
-        self.col = col
-        self.hint = hint
-        super().__init__(errc.build, self._render())
+        self.offset = col + 1
+        self.text = line or None
+        if hint and hasattr(self, "add_note"):       # Python 3.11+: shown after the message
+            self.add_note(f"hint: {hint}")
 
-    def _render(self) -> str:
-        head = f'File "{self.filename}", line {self.lineno}, column {self.col + 1}: {self.msg}'
-        line = linecache.getline(self.filename, self.lineno) if self.lineno else ""
-        parts = [head]
+    def __str__(self) -> str:
+        return self.args[0] if self.args else self.msg
+
+    @staticmethod
+    def _render(message, filename, lineno, col, hint, line) -> str:
+        parts = [f'File "{filename}", line {lineno}, column {col + 1}: {message}']
         if line:
             stripped = line.rstrip("\n")
             indent = len(stripped) - len(stripped.lstrip())
             parts.append("    " + stripped.lstrip())
-            parts.append("    " + " " * max(self.col - indent, 0) + "^")
-        if self.hint:
-            parts.append(f"hint: {self.hint}")
+            parts.append("    " + " " * max(col - indent, 0) + "^")
+        if hint:
+            parts.append(f"hint: {hint}")
         return "\n".join(parts)
 
     # Compiler-internal frames never show: the traceback is cut where the

@@ -14,6 +14,7 @@ launch then runs one small function per parameter. Errors are
 from __future__ import annotations
 
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -21,11 +22,13 @@ import numpy as np
 from .. import types
 from ..backends.base import KernelArg, KernelArgKind
 from ..backends import registry
+from ..detail.generated_code import define
 from ..errors import errc, exception, overflow_error, type_error
 from . import dlpack
 from .buffer import accessor, local_accessor
 from .ranges import SIZE_LIMIT
-from .usm import usm_array
+from . import usm_views
+from .usm import find_allocation, usm_array
 
 _SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
                                  KernelArgKind.mem, KernelArgKind.local)
@@ -117,10 +120,11 @@ def _power(n: int) -> str:
 
 
 # Pointers --------------------------------------------------------------------------------
-def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
+def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, context=None):
     """(memory handle, dtype, size in bytes) of a USM array or an interop object usable on ``dev``;
     ``stream``: the queue's backend stream (CUDA arrays of other libraries are ordered
-    after their producer's pending work on it, see :func:`_cuda_pointer`)."""
+    after their producer's pending work on it, see :func:`_cuda_pointer`); ``context``:
+    the queue's, where host arrays a device cannot reach are staged (:class:`HostStaging`)."""
 
     desc = dev._desc
     if isinstance(value, usm_array):
@@ -129,8 +133,10 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
                                     value.device.get_platform() != dev.get_platform()):
             raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
                              f"used on {dev.name!r}")
-        return value._alloc, value.dtype, value.nbytes
-    host = bool(desc.extra.get("host_accessible"))
+        return value.memory_handle, value.dtype, value.nbytes
+    if hasattr(value, "__sycl_usm_array_interface__"):
+        return _sycl_usm_pointer(value, dev, kernel, name, keep)
+    host = reaches_host_memory(desc)
     if host and hasattr(value, "__array_interface__"):
         iface = value.__array_interface__
         if iface.get("strides") is not None and not np.asarray(value).flags.c_contiguous:
@@ -140,13 +146,109 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None):
         keep.append(value)
         dtype = np.dtype(iface["typestr"])
         return int(iface["data"][0]), dtype, _count(iface["shape"]) * dtype.itemsize
+    if not host and context is not None:
+        host_array = _host_array(value)
+        if host_array is not None:
+            return _staged_pointer(host_array, dev, context, kernel, name, keep)
     if desc.backend == "cuda" and (hasattr(value, "__cuda_array_interface__") or
                                    hasattr(value, "__dlpack__")):
         return _cuda_pointer(value, dev, kernel, name, keep, stream)
     if hasattr(value, "__dlpack__"):
         return _dlpack_pointer(value, dev, kernel, name, keep)
     raise _arg_error(kernel, name, f"expected a sycl.usm_array or an array on {dev.name!r}, "
-                     f"got {type(value).__name__}")
+                     f"got {type(value).__name__}", type_error)
+
+
+# Host arrays on devices that cannot reach host memory ------------------------------------
+def reaches_host_memory(desc) -> bool:
+    """Whether kernels on the device read and write ordinary host memory (a NumPy array)
+    through its address: the driver says so (``host_accessible``: the native CPU), or the
+    device has SYCL's ``usm_system_allocations`` aspect (OpenCL CPU runtimes, GPUs with
+    system-allocated memory access)."""
+    return bool(desc.extra.get("host_accessible")) or "usm_system_allocations" in desc.aspects
+
+
+class HostStaging:
+    """A host array a kernel argument stands for on a device that cannot reach host
+    memory: copied into ``device`` (a device USM array) before the launch and back
+    after it, as Numba's CUDA target does with NumPy arrays."""
+
+    __slots__ = ("host", "device")
+
+    def __init__(self, host: np.ndarray, device):
+        self.host, self.device = host, device
+
+    def copy_in(self) -> None:
+        if self.host.nbytes:
+            self.device._driver.copy(None, self.device.memory_handle, 0,
+                                     memoryview(self.host).cast("B"), 0,
+                                     self.host.nbytes).wait()
+
+    def copy_out(self) -> None:
+        if self.host.nbytes:
+            self.device._driver.copy(None, memoryview(self.host).cast("B"), 0,
+                                     self.device.memory_handle, 0, self.host.nbytes).wait()
+
+
+_staging_warned = False
+
+
+def _host_array(value) -> np.ndarray | None:
+    """``value`` as a NumPy array over its own host memory, if it is host memory (a NumPy
+    array, anything with ``__array_interface__``, a CPU DLPack tensor), else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__array_interface__"):
+        return np.asarray(value)
+    if hasattr(value, "__dlpack_device__") and hasattr(value, "__dlpack__"):
+        try:
+            if tuple(value.__dlpack_device__())[0] == dlpack.kDLCPU:
+                return np.from_dlpack(value)
+        except (BufferError, RuntimeError, TypeError, ValueError):
+            return None
+    return None
+
+
+def _staged_pointer(arr: np.ndarray, dev, context, kernel, name, keep):
+    """Device USM standing for host array ``arr`` (see :class:`HostStaging`), warning once
+    per process that the copies happen."""
+    global _staging_warned
+    if not arr.flags.c_contiguous:
+        raise _arg_error(kernel, name, "array is not C-contiguous")
+    if not arr.flags.writeable:
+        raise _arg_error(kernel, name, "array is read-only")
+    if arr.dtype.hasobject:
+        raise _arg_error(kernel, name, f"array of {arr.dtype} (Python objects)", type_error)
+    if not _staging_warned:
+        _staging_warned = True
+        warnings.warn(f"kernel {kernel}: argument {name!r} is host memory, which "
+                      f"{dev.name!r} cannot reach: it is copied to the device before the "
+                      "launch and back after it, and the launch waits for the kernel. Use "
+                      "sycl.malloc_device with q.memcpy, or a sycl.buffer, to decide when "
+                      "data moves (this warning is shown once)", RuntimeWarning, stacklevel=2)
+    staged = usm_array._make(arr.shape, arr.dtype, "device", dev, context)
+    keep.append(HostStaging(arr, staged))
+    return staged.memory_handle, arr.dtype, arr.nbytes
+
+
+def _sycl_usm_pointer(value, dev, kernel, name, keep):
+    """Memory of another array type exposing ``__sycl_usm_array_interface__`` (dpctl,
+    dpnp): usable when it lies in a live pysycl USM allocation this device can use."""
+    try:
+        ptr, dtype, nbytes = usm_views.interface_memory(value)
+    except exception as e:
+        raise _arg_error(kernel, name, str(e), type(e)) from None
+    block = find_allocation(ptr) if ptr else None
+    if block is None or ptr + nbytes > block.ptr + block.nbytes:
+        raise _arg_error(kernel, name, f"its __sycl_usm_array_interface__ memory is not USM "
+                         f"pysycl allocated; copy it into a sycl.malloc_* array (q.memcpy)")
+    if block.device != dev and (block.usm_type == "device" or
+                                block.device.get_platform() != dev.get_platform()):
+        raise _arg_error(kernel, name, f"USM memory of {block.device.name!r} cannot be used "
+                         f"on {dev.name!r}")
+    keep.append(value)
+    mem = block.alloc if ptr == block.ptr else usm_views.ViewMemory(ptr, block.alloc)
+    return mem, dtype, nbytes
 
 
 def _c_contiguous(shape, strides, itemsize: int) -> bool:
@@ -164,8 +266,7 @@ def _dlpack_pointer(value, dev, kernel, name, keep, stream=None):
     desc = dev._desc
     want = registry.dlpack_device(desc, "device")
     have = tuple(value.__dlpack_device__())
-    host_ok = desc.extra.get("host_accessible") and have[0] in (dlpack.kDLCPU,
-                                                                 dlpack.kDLCUDAHost)
+    host_ok = reaches_host_memory(desc) and have[0] in (dlpack.kDLCPU, dlpack.kDLCUDAHost)
     if desc.backend == "cuda":     # pinned host and managed memory are reachable too
         host_ok = have[0] == dlpack.kDLCUDAHost or have == (dlpack.kDLCUDAManaged, want[1])
     if have != want and not host_ok:
@@ -381,7 +482,8 @@ def _struct_packer(p, kernel):
         try:
             out.append(KernelArg(_BYTES, types.to_struct_bytes(value, dt)))
         except (TypeError, ValueError) as e:
-            raise _arg_error(kernel, p.name, f"cannot convert {value!r} to {dt}: {e}") from None
+            raise _arg_error(kernel, p.name, f"cannot convert {value!r} to {dt}: {e}",
+                             type_error) from None
     return pack
 
 
@@ -394,15 +496,16 @@ def _accessor_packer(p, kernel):
     def pack(value, out, cgh, keep):
         if not isinstance(value, accessor):
             raise _arg_error(kernel, p.name, f"expected a sycl.accessor, got "
-                             f"{type(value).__name__}")
+                             f"{type(value).__name__}", type_error)
         if value._cgh is not cgh:
             raise exception(errc.accessor, f"kernel {kernel}: accessor for {p.name!r} was not "
                             "created for this command group (pass cgh to sycl.accessor)")
         if p.dims and value.dims != p.dims:
             raise _arg_error(kernel, p.name, f"{value.dims}-D accessor for a {p.dims}-D "
-                             "parameter")
+                             "parameter", type_error)
         if dt is not None and value.dtype != dt:
-            raise _arg_error(kernel, p.name, f"accessor of {value.dtype} for a {dt} parameter")
+            raise _arg_error(kernel, p.name, f"accessor of {value.dtype} for a {dt} parameter",
+                             type_error)
         if want_write and not value.write:
             raise _arg_error(kernel, p.name, "read_only accessor for a parameter the kernel "
                              "writes")
@@ -418,13 +521,13 @@ def _local_packer(p, kernel):
     def pack(value, out, cgh, keep):
         if not isinstance(value, local_accessor):
             raise _arg_error(kernel, p.name, "expected cgh.local_accessor(dtype, shape), got "
-                             f"{type(value).__name__}")
+                             f"{type(value).__name__}", type_error)
         if p.dims and value.dims != p.dims:
             raise _arg_error(kernel, p.name, f"{value.dims}-D local accessor for a "
-                             f"{p.dims}-D parameter")
+                             f"{p.dims}-D parameter", type_error)
         if p.dtype is not None and value.dtype != np.dtype(p.dtype):
             raise _arg_error(kernel, p.name, f"local accessor of {value.dtype} for a "
-                             f"{np.dtype(p.dtype)} parameter")
+                             f"{np.dtype(p.dtype)} parameter", type_error)
         out.append(KernelArg(_LOCAL, value.nbytes))
         for extent in value.shape:
             out.append(_i64(extent))
@@ -442,19 +545,21 @@ def _pointer_packer(p, kernel, bounds: bool = False):
             have = value.dtype   # the common case, checked cheaply
             if have is not dt and dt is not None and have != dt and have.itemsize \
                     and dt.kind != "V":
-                raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
+                raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
+                                 type_error)
             karg = value._karg   # made once per array; refers to nothing more than it
             if karg is None:
-                karg = value._karg = KernelArg(_MEM, value._alloc)
+                karg = value._karg = KernelArg(_MEM, value.memory_handle)
             out.append(karg)
             if bounds:
                 out.append(_i64(value.nbytes))
             return
         else:
             mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
-                                           cgh._queue._stream)
+                                           cgh._queue._stream, cgh._queue._context)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":
-            raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]")
+            raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
+                             type_error)
         out.append(KernelArg(_MEM, mem))
         if bounds:
             out.append(_i64(nbytes))
@@ -465,7 +570,7 @@ def _spec_packer(p, kernel):
     def pack(value, out, cgh, keep):
         if not hasattr(value, "spec_id"):
             raise _arg_error(kernel, p.name, "expected the placeholder returned by "
-                             "cgh.set_spec_constant(spec_id, value)")
+                             "cgh.set_spec_constant(spec_id, value)", type_error)
         if value.spec_id is not p.spec_id:
             raise _arg_error(kernel, p.name, f"the parameter reads {_uid(p.spec_id)}, but "
                              f"the placeholder is for {_uid(value.spec_id)}")
@@ -541,15 +646,15 @@ class Packer:
                   f"    if {' or '.join(f'k{i} is None' for i in range(n))}:",
                   "        return slow(args, cgh, keep)",
                   f"    return [{names.replace('a', 'k')}], 0"]
-        exec("\n".join(lines), scope)  # noqa: S102 - code built above from param kinds only
-        return scope["pack"]
+        # Code built above from parameter kinds only; named after the kernel for tracebacks.
+        return define(lines, f"<pysycl packer of kernel {self.kernel}>", scope)["pack"]
 
     def pack_slow(self, args, cgh, keep=None):
         """(KernelArgs, total local bytes); ``keep`` collects objects to hold alive."""
         steps = self.steps
         if len(args) != len(steps):
-            raise exception(errc.kernel_argument, f"kernel {self.kernel} takes {len(steps)} "
-                            f"argument(s) ({', '.join(self.names)}), {len(args)} given")
+            raise type_error(errc.kernel_argument, f"kernel {self.kernel} takes {len(steps)} "
+                             f"argument(s) ({', '.join(self.names)}), {len(args)} given")
         out: list = []
         if keep is None:
             keep = []

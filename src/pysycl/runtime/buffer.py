@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from .. import types
-from ..errors import errc, exception
+from ..errors import errc, exception, type_error
 from ..properties import runtime as rt_props
 from ..properties.arguments import no_init_key
 from ..properties.base import properties as property_list
@@ -105,6 +105,15 @@ def _check_box(shape, rng, offset, what: str) -> tuple[tuple, tuple]:
     return rng, offset
 
 
+def _check_writable(buf, mode, what: str) -> None:
+    """A buffer made from a read-only array is never written (SYCL 2020 4.7.2.3: a
+    const host pointer is not written back; here writing is refused outright)."""
+    if mode is not _READ and buf._mem.read_only:
+        raise exception(errc.accessor, f"{what} of mode {mode.value} on a buffer made from a "
+                        "read-only array: use sycl.read_only, or give the buffer a writable "
+                        "array (np.array(data) copies it)")
+
+
 def _linear(shape, index) -> int:
     out = 0
     for i, s in zip(index, shape):
@@ -129,6 +138,7 @@ class _Memory:
         self._valid = {"host"}        # where the current contents live
         self._lock = threading.Lock()
         self._closed = False
+        self.read_only = False        # made from a read-only array: no accessor writes
 
     # Ordering --------------------------------------------------------------------------
     def _register(self, ev, write: bool) -> list:
@@ -237,11 +247,73 @@ def _close_live_buffers() -> None:
             print(f"pysycl: writing back {buf!r} at exit failed: {e}", file=sys.stderr)
 
 
+def _host_storage(data, dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(host array, user array written back on close or None)`` for a buffer made
+    from ``data`` (see :class:`buffer` for the forms)."""
+    want = None if dtype is None else np.dtype(dtype)
+    if isinstance(data, range_) or isinstance(data, (int, np.integer)) and not isinstance(
+            data, (bool, np.bool_)) or (isinstance(data, tuple) and all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
+            for d in data) and data):
+        shape = _ints(data)
+        if any(d < 0 for d in shape):
+            raise exception(errc.invalid, f"sycl.buffer shape {shape} has a negative extent")
+        return np.zeros(shape, want or np.float32), None
+    if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") or \
+            hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
+        arr = np.asarray(data)
+        if want is not None and want != arr.dtype:
+            raise type_error(errc.invalid, f"buffer dtype {want} does not match the array's "
+                             f"{arr.dtype}")
+        _check_element_type(arr.dtype, type(data).__name__)
+        if arr.flags.c_contiguous and arr.flags.writeable:
+            return arr, None
+        # A contiguous copy, written back on close (a read-only array is never written).
+        return np.ascontiguousarray(arr).copy(), (arr if arr.flags.writeable else None)
+    if isinstance(data, (list, tuple)):
+        try:
+            arr = np.array(data, dtype=want)
+        except (TypeError, ValueError) as e:
+            raise type_error(errc.invalid, f"sycl.buffer cannot hold {data!r:.60}: {e}") \
+                from None
+        _check_element_type(arr.dtype, type(data).__name__)
+        return arr, None
+    raise type_error(errc.invalid, "sycl.buffer takes a NumPy array, a list of values, or "
+                     f"a shape (int, tuple of ints, sycl.range) and dtype, not "
+                     f"{type(data).__name__}")
+
+
+def _check_element_type(dtype: np.dtype, what: str) -> None:
+    if dtype.hasobject or dtype.itemsize == 0:
+        raise type_error(errc.invalid, f"sycl.buffer of a {what} of {dtype}: kernels read "
+                         "numbers and structs (give numbers of one type, or dtype=)")
+
+
 class buffer:
-    """``sycl.buffer(ndarray)`` or ``sycl.buffer(shape, dtype)``; ``with``, ``close()`` or
-    dropping the last reference waits for its commands and writes results back to the
-    array. ``sycl.buffer(parent, offset, sub_range)`` is a sub-buffer: ``sub_range``
-    elements of ``parent`` from ``offset`` (an id), contiguous in the parent."""
+    """A SYCL buffer: ``sycl.buffer(data)`` or ``sycl.buffer(shape, dtype)``; ``with``,
+    ``close()`` or dropping the last reference waits for its commands and writes results
+    back to the array. ``sycl.buffer(parent, offset, sub_range)`` is a sub-buffer:
+    ``sub_range`` elements of ``parent`` from ``offset`` (an id), contiguous in the parent.
+
+    What the first argument means (Python has no ``T*``, so its type decides):
+
+    * a NumPy array (or any object NumPy views without a copy): the buffer works on it
+      and writes results back to it. A C-contiguous writable array is used in place; a
+      non-contiguous one through a contiguous copy written back at close. A read-only
+      array makes a read-only buffer: an accessor that writes is ``errc.accessor``.
+    * a list (or a tuple that is not all ints), e.g. ``sycl.buffer([1.0, 2.0, 3.0])``:
+      data. The buffer holds a copy (dtype as NumPy infers it, or ``dtype``); read it back
+      with ``sycl.host_accessor``.
+    * an int, a ``sycl.range``, a tuple of ints or ``shape=``: the shape of a new buffer
+      of ``dtype`` (float32 unless given), zero-filled.
+
+    >>> import numpy as np, pysycl as sycl
+    >>> with sycl.host_accessor(sycl.buffer([1.0, 2.0, 3.0]), sycl.read_only) as v:
+    ...     v.tolist(), v.dtype.name
+    ([1.0, 2.0, 3.0], 'float64')
+    >>> sycl.buffer((2, 3), np.int32).shape
+    (2, 3)
+    """
 
     __reduce__ = not_picklable("buffer", "send its data (np.array(sycl.host_accessor(buf))) "
                                "and make a new buffer there")
@@ -259,26 +331,14 @@ class buffer:
             raise exception(errc.invalid, "sycl.buffer(parent, offset, sub_range) needs a "
                             f"sycl.buffer as parent, not {type(data).__name__}")
         if shape is not None:
-            data = shape
-        if isinstance(data, np.ndarray):
-            if dtype is not None and np.dtype(dtype) != data.dtype:
-                raise exception(errc.invalid, f"buffer dtype {np.dtype(dtype)} does not match "
-                                f"the array's {data.dtype}")
-            if data.flags.c_contiguous and data.flags.writeable:
-                host, user = data, None
-            else:  # work on a contiguous copy, written back on close
-                host = np.ascontiguousarray(data).copy()
-                user = data if data.flags.writeable else None
-        elif isinstance(data, (int, np.integer, tuple, list)):
-            shape = (int(data),) if isinstance(data, (int, np.integer)) else tuple(data)
-            host, user = np.zeros(shape, np.dtype(dtype or np.float32)), None
-        else:
-            raise exception(errc.invalid, "sycl.buffer takes a NumPy array or (shape, dtype), "
-                            f"not {type(data).__name__}")
+            data = range_(*_ints(shape))
+        host, user = _host_storage(data, dtype)
+        read_only = isinstance(data, np.ndarray) and not data.flags.writeable
         self.shape = host.shape
         self.dtype = host.dtype
         self._base = 0
         self._mem = _Memory(host, user, self._properties)
+        self._mem.read_only = read_only
         _live.add(self)
 
     def _init_sub(self, parent: "buffer", offset, sub_range) -> None:
@@ -400,6 +460,7 @@ class accessor:
         self._shape = buf.shape or (1,)
         self.mode = _mode(mode)
         rt_props.properties_for(properties, "accessor", "sycl.accessor")
+        _check_writable(buf, self.mode, "sycl.accessor")
         self.properties = properties
         self.no_init = _has_no_init(properties)
         if self.no_init and self.mode is _READ:
@@ -489,6 +550,7 @@ class host_accessor:
                                                        "sycl.host_accessor")
         rt_props.properties_for(properties, "accessor", "sycl.host_accessor")
         self.mode = _mode(mode)
+        _check_writable(buf, self.mode, "sycl.host_accessor")
         shape = buf.shape or (1,)
         self._range, self._offset = _check_box(shape, range, offset, "sycl.host_accessor")
         write = self.mode is not _READ
@@ -506,6 +568,9 @@ class host_accessor:
             view = view.view()
             view.flags.writeable = False
         self._view = view
+        # The buffer lives while its host accessor does: closing it (its last reference
+        # gone) would wait for this accessor, which nothing could close then.
+        self._buffer = buf
 
     def __enter__(self) -> np.ndarray:
         return self._view

@@ -99,7 +99,7 @@ class LaunchPlan:
             raise exception(errc.nd_range, f"kernel {self.name} asks for {local_bytes} bytes "
                             f"of local memory; {self.queue.get_device().name!r} has "
                             f"{self.local_limit}")
-        if deps or self.waits or cgh is not None and cgh._accs:
+        if deps or self.waits or cgh is not None and cgh._accs or keep and _stages(keep):
             accs = cgh._accs if cgh is not None else None
             run = self.command(global_size, local_size, offset, packed, local_bytes, keep,
                                accs)
@@ -156,12 +156,16 @@ class LaunchPlan:
         the buffers of ``accs`` are made current on the device first. (``keep``, the
         arguments' interop objects, lives in it until the event completes.)"""
         queue, launcher, stream = self.queue, self.launcher, self.stream
+        staged = _stages(keep) if keep else None
 
         def run():
             if accs:
                 for acc in accs:
                     acc._mem._prepare_device(queue._device, queue._context, stream,
                                              acc.write, acc._discard)
+            if staged:
+                return _launch_staged(launcher, stream, global_size, local_size, offset,
+                                      packed, local_bytes, staged)
             return launcher.launch(stream, global_size, local_size, offset, packed,
                                    local_bytes)
         return run
@@ -231,6 +235,27 @@ class LaunchPlan:
 
 
 _NO_RANGE = object()
+
+
+def _stages(keep) -> list:
+    """The host arrays among a launch's arguments that are copied to the device and back
+    (``args.HostStaging``): such a launch is a command, never issued at once."""
+    return [k for k in keep if k.__class__ is args_mod.HostStaging]
+
+
+def _launch_staged(launcher, stream, global_size, local_size, offset, packed, local_bytes,
+                   staged):
+    """A launch with host arrays the device cannot reach: copy them in, run the kernel,
+    wait for it and copy them back, so the host arrays hold the results when the
+    command completes."""
+    for s in staged:
+        s.copy_in()
+    token = launcher.launch(stream, global_size, local_size, offset, packed, local_bytes)
+    if token is not None:
+        token.wait()
+    for s in staged:
+        s.copy_out()
+    return None
 
 
 def failed_event(queue, error):

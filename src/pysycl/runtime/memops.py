@@ -15,12 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..bundle.device_globals import instance_of
-from ..errors import errc, exception
+from ..errors import errc, exception, type_error
 from ..host_objects import device_global
 from ..properties import host_access
 from .buffer import accessor
 from .event import STREAM
 from .usm import find_allocation, usm_array
+from .usm_views import interface_memory
 
 
 class _Side:
@@ -136,7 +137,9 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
     q = cgh._queue
     if isinstance(obj, usm_array):
         obj._check_live()
-        return _Side(obj._alloc, 0, obj.nbytes, obj.dtype)
+        return _Side(obj._alloc, obj._offset, obj.nbytes, obj.dtype)
+    if hasattr(obj, "__sycl_usm_array_interface__"):
+        return _interface_side(obj, what)
     if isinstance(obj, accessor):
         if obj._cgh is not cgh:
             raise exception(errc.accessor, f"{what}: the accessor was not created for this "
@@ -180,8 +183,21 @@ def _side(cgh, obj, what: str, write: bool) -> _Side:
         _check_host_access(obj, write)
         side.mem.check_host_copy()
         return side
-    raise exception(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
-                    "(expected sycl.usm_array, an accessor or a host array)")
+    raise type_error(errc.invalid, f"{what}: cannot use {type(obj).__name__} as memory "
+                     "(expected sycl.usm_array, an accessor or a host array)")
+
+
+def _interface_side(obj, what: str) -> _Side:
+    """A side given by ``__sycl_usm_array_interface__`` (dpctl, dpnp): memory inside a live
+    pysycl USM allocation."""
+    ptr, dtype, nbytes = interface_memory(obj)
+    block = find_allocation(ptr) if ptr else None
+    if block is None or ptr + nbytes > block.ptr + block.nbytes:
+        raise exception(errc.invalid, f"{what}: the __sycl_usm_array_interface__ memory of "
+                        f"{type(obj).__name__} is not USM pysycl allocated")
+    side = _Side(block.alloc, ptr - block.ptr, nbytes, dtype)
+    side.acc = obj          # held by the command until it is done
+    return side
 
 
 def _is_dg(side: _Side) -> bool:
@@ -400,6 +416,8 @@ def _usm_range(obj, num_bytes, what: str) -> tuple[int, int]:
     if isinstance(obj, usm_array):
         obj._check_live()
         address, block = obj.ptr, obj._block
+        if num_bytes is None:
+            num_bytes = obj.nbytes
     elif isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)):
         address = int(obj)
         block = find_allocation(address)

@@ -1,22 +1,27 @@
 """Unified shared memory: ``sycl.malloc_device/shared/host`` -> ``sycl.usm_array``.
 
-A ``usm_array`` is a typed, C-contiguous block with a device pointer (``ptr``). Memory
-the host can reach (every kind on the native CPU, host/shared USM elsewhere) converts
-with ``np.asarray(a)`` to a zero-copy view; all memory exposes DLPack, and CUDA memory
-``__cuda_array_interface__``. Device memory the host cannot reach is a ``TypeError`` for
-NumPy (copy it with ``a.to_numpy()`` or ``q.memcpy``).
+A ``usm_array`` is a typed, C-contiguous block of USM with a device pointer (``ptr``)
+that behaves as an array: ``shape``, ``dtype``, ``reshape``, ``astype``, ``copy``,
+indexing (an element is a NumPy scalar; a slice that stays contiguous is a
+``usm_array`` view of the same memory, usable as a kernel argument; other selections
+are NumPy arrays), ``to_numpy()`` / ``copy_to_host()``, and NumPy arithmetic through
+``__array_ufunc__``. Memory the host can reach (every kind on the native CPU,
+host/shared USM elsewhere) converts with ``np.asarray(a)`` to a zero-copy view; all
+memory exposes DLPack and ``__sycl_usm_array_interface__`` (dpctl's protocol), CUDA
+memory ``__cuda_array_interface__``. Device memory the host cannot reach is a
+``TypeError`` for NumPy (copy it with ``a.to_numpy()`` or ``q.memcpy``).
 
 Lifetime is the same on every backend: the memory goes back to the device when the
-array is collected, or at ``sycl.free(a)``; NumPy views and DLPack exports keep it alive,
-so after ``free`` the memory is released when the last of them dies. A ``usm_array``
-pickles by value (its data, never its address) and unpickles into a new allocation of
-the same kind on the default device of the same backend.
+array and its views are collected, or at ``sycl.free(a)``; NumPy views and DLPack
+exports keep it alive, so after ``free`` the memory is released when the last of them
+dies. A ``usm_array`` pickles by value (its data, never its address) and unpickles
+into a new allocation of the same kind on the default device of the same backend.
 
 >>> import numpy as np, pysycl as sycl
 >>> q = sycl.queue()
 >>> a = sycl.malloc_shared((2, 3), np.float32, q)
->>> np.asarray(a)[:] = 1; float(np.from_dlpack(a).sum())
-6.0
+>>> a[:] = 1; float(np.from_dlpack(a).sum()), (a[1:] * 2).tolist()
+(6.0, [[2.0, 2.0, 2.0]])
 >>> sycl.free(a, q)
 """
 from __future__ import annotations
@@ -28,6 +33,7 @@ import threading
 import weakref
 
 import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..backends import registry
 from ..errors import errc, exception, memory_error, type_error
@@ -36,6 +42,7 @@ from .context import context as context_cls
 from .device import device as device_cls
 from .device import select_device
 from .selectors import default_selector_v
+from . import usm_views
 
 _KINDS = ("device", "shared", "host")
 
@@ -175,9 +182,9 @@ class _Block:
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                 "strides": None, "version": 3}
 
-    def view(self, dtype, shape) -> np.ndarray:
+    def view(self, dtype, shape, offset: int = 0) -> np.ndarray:
         # (a subarray dtype, such as a vec's, adds its dimensions, as NumPy does)
-        return np.ndarray(shape, dtype, buffer=np.asarray(self))
+        return np.ndarray(shape, dtype, buffer=np.asarray(self), offset=offset)
 
 
 def find_allocation(ptr: int):
@@ -191,11 +198,25 @@ def find_allocation(ptr: int):
     return block
 
 
-class usm_array:
-    """Typed USM memory; ``shape``, ``dtype``, ``nbytes``, ``ptr``, ``usm_type``, ``device``."""
+class usm_array(NDArrayOperatorsMixin):
+    """Typed USM memory; ``shape``, ``dtype``, ``nbytes``, ``ptr``, ``usm_type``, ``device``.
+
+    An array (see the module): ``a[1:3]`` is a view of the same memory (its ``ptr``
+    is the view's first element), ``a + 1`` computes with NumPy on memory the host
+    reaches and gives a NumPy array.
+
+    >>> import numpy as np, pysycl as sycl
+    >>> a = sycl.malloc_shared(6, np.int32, sycl.queue()); a[:] = np.arange(6)
+    >>> a
+    sycl.usm_array([0, 1, 2, 3, 4, 5], dtype=int32, usm_type='shared')
+    >>> a.reshape(2, 3)[1].to_numpy().tolist(), (a[4:].ptr - a.ptr) // a.itemsize
+    ([3, 4, 5], 4)
+    """
 
     __slots__ = ("_alloc", "_block", "_driver", "_context", "shape", "dtype", "nbytes", "ptr",
-                 "usm_type", "device", "_host", "_karg", "__weakref__")
+                 "usm_type", "device", "_host", "_karg", "_offset", "__weakref__")
+    _is_usm_array = True
+    __array_priority__ = 20      # a + ndarray and ndarray + a both come here
 
     def __init__(self, *_a, **_k):
         raise exception(errc.invalid, "use sycl.malloc_device/malloc_shared/malloc_host")
@@ -226,7 +247,30 @@ class usm_array:
         a.device = dev
         a._host = usm_type != "device" or bool(desc.extra.get("host_accessible"))
         a._karg = None   # the KernelArg of this memory, made by the first launch
+        a._offset = 0    # bytes from the allocation's start (a view's first element)
         return a
+
+    def _view(self, offset: int, shape: tuple) -> "usm_array":
+        """A ``usm_array`` of ``shape`` at ``offset`` bytes from this array's start,
+        sharing its allocation (which it keeps alive)."""
+        self._check_live()
+        v = object.__new__(usm_array)
+        for name in ("_alloc", "_block", "_driver", "_context", "dtype", "usm_type",
+                     "device", "_host"):
+            setattr(v, name, getattr(self, name))
+        v.shape = tuple(int(d) for d in shape)
+        v.nbytes = int(np.prod(v.shape, dtype=np.int64)) * self.dtype.itemsize
+        v._offset = self._offset + offset
+        v.ptr = self._block.ptr + v._offset
+        v._karg = None
+        return v
+
+    @property
+    def memory_handle(self):
+        """What a command passes for this memory: the allocation, or for a view that
+        starts inside it its address (holding the allocation)."""
+        self._check_live()
+        return self._alloc if not self._offset else usm_views.ViewMemory(self.ptr, self._alloc)
 
     # Shape -----------------------------------------------------------------------------
     @property
@@ -266,12 +310,24 @@ class usm_array:
     # Interop ---------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         self._check_host("np.asarray of a sycl.usm_array")
-        view = self._block.view(self.dtype, self.shape)
+        view = self._block.view(self.dtype, self.shape, self._offset)
         if dtype is not None and np.dtype(dtype) != self.dtype:
             if copy is False:
                 raise ValueError(f"a {self.dtype} sycl.usm_array cannot be viewed as {dtype}")
             return view.astype(dtype)
         return view.copy() if copy else view
+
+    def _host_view(self) -> np.ndarray:
+        return self.__array__()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return usm_views.run_ufunc(ufunc, method, inputs, kwargs,
+                                   lambda a: a._host_view())
+
+    @property
+    def __sycl_usm_array_interface__(self):
+        self._check_live()
+        return usm_views.interface_of(self, self._context)
 
     @property
     def __cuda_array_interface__(self):
@@ -304,19 +360,69 @@ class usm_array:
         """A NumPy view (host-accessible memory) or copy (device memory)."""
         if self._host:
             return np.asarray(self)
+        return self.copy_to_host()
+
+    def copy_to_host(self) -> np.ndarray:
+        """A NumPy copy of the contents, whatever the memory."""
         self._check_live()
+        if self._host:
+            return np.array(self, copy=True)
         out = np.empty(self.shape, self.dtype)
-        self._driver.copy(None, memoryview(out).cast("B"), 0, self._alloc, 0,
-                          self.nbytes).wait()
+        if self.nbytes:
+            self._driver.copy(None, memoryview(out).cast("B"), 0, self._alloc, self._offset,
+                              self.nbytes).wait()
         return out
 
+    def _like(self, dtype) -> "usm_array":
+        return usm_array._make(self.shape, dtype, self.usm_type, self.device, self._context)
+
+    def copy(self) -> "usm_array":
+        """A new allocation of the same kind, device and context holding a copy."""
+        self._check_live()
+        out = self._like(self.dtype)
+        if self.nbytes:
+            self._driver.copy(None, out._alloc, 0, self._alloc, self._offset,
+                              self.nbytes).wait()
+        return out
+
+    def astype(self, dtype, copy: bool = True) -> "usm_array":
+        """The contents converted to ``dtype`` (NumPy's casting), in a new allocation of
+        the same kind; ``self`` when the dtype is the same and ``copy`` is False."""
+        dtype = _dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        out = self._like(dtype)
+        data = np.ascontiguousarray(self.copy_to_host().astype(dtype))
+        if out.nbytes:
+            out._driver.copy(None, out._alloc, 0, memoryview(data).cast("B"), 0,
+                             out.nbytes).wait()
+        return out
+
+    def reshape(self, *shape) -> "usm_array":
+        """A view of the same memory in another shape (one extent may be -1)."""
+        return self._view(0, usm_views.new_shape(self.shape, self.size, shape))
+
+    def tolist(self):
+        return self.copy_to_host().tolist()
+
     def __getitem__(self, index):
+        if usm_views.is_basic(index, self.ndim):
+            offset, shape, contiguous = usm_views.view_layout(self.shape, self.dtype, index)
+            if contiguous:
+                return self._view(offset, shape)
+            self._check_host("a strided selection of a sycl.usm_array")
+            return np.asarray(self)[index]       # a NumPy view (not C-contiguous)
         self._check_host("indexing a sycl.usm_array")
         return np.asarray(self)[index]
 
     def __setitem__(self, index, value):
         self._check_host("assigning into a sycl.usm_array")
         np.asarray(self)[index] = value
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d sycl.usm_array")
+        return (self[i] for i in range(self.shape[0]))
 
     def __reduce__(self):
         # By value: an address means nothing in another process (or after free).
@@ -325,8 +431,26 @@ class usm_array:
                             np.array(self.to_numpy(), copy=True)))
 
     def __repr__(self):
-        return (f"<sycl.usm_array {self.usm_type} shape={self.shape} dtype={self.dtype} "
-                f"on {self.device.name!r}>")
+        if self._block is None:
+            return f"<sycl.usm_array {self.usm_type} (freed) shape={self.shape} dtype={self.dtype}>"
+        body = np.array2string(self.copy_to_host(), separator=", ",
+                               prefix="sycl.usm_array(")
+        return f"sycl.usm_array({body}, dtype={self.dtype}, usm_type={self.usm_type!r})"
+
+
+def _host_method(name: str):
+    """``a.<name>(...)`` as NumPy's method on the host view (memory the host reaches)."""
+    def method(self, *args, **kwargs):
+        return getattr(self._host_view(), name)(*args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"``numpy.ndarray.{name}`` of the contents (host-reachable memory)."
+    return method
+
+
+# Reductions and queries NumPy code calls as methods (np.sum(a) calls a.sum()).
+for _name in ("sum", "prod", "min", "max", "mean", "std", "var", "any", "all", "argmin",
+              "argmax", "cumsum", "nonzero", "tobytes", "item", "fill"):
+    setattr(usm_array, _name, _host_method(_name))
 
 
 def _unpickle(backend: str, usm_type: str, data: np.ndarray) -> usm_array:
@@ -435,7 +559,11 @@ def free(a: usm_array, q=None) -> None:
     """Release ``a``; using it afterwards is ``errc.invalid``. Freeing twice is harmless.
     NumPy views and DLPack exports of ``a`` still alive keep the memory until they die."""
     if not isinstance(a, usm_array):
-        raise exception(errc.invalid, f"sycl.free takes a sycl.usm_array, not {type(a).__name__}")
+        raise type_error(errc.invalid, f"sycl.free takes a sycl.usm_array, not "
+                         f"{type(a).__name__}")
+    if a._offset:
+        raise exception(errc.invalid, "sycl.free of a view: free the array it was made from "
+                        "(its memory goes when the last view is collected)")
     a._block = None       # the memory goes when the last view lets go of the block
     a._alloc = None
     a._karg = None

@@ -36,6 +36,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ... import config
+from ...detail.generated_code import define
 from ...errors import errc, exception
 from ..base import (DeviceDescription, Driver, KernelArg, KernelArgKind, fork_error,
                     rect_extent)
@@ -364,8 +365,9 @@ class _ArgPacker:
         lines.append("    return end if end > scratch_bytes else scratch_bytes")
         scope = {"ALIGN": LOCAL_ARG_ALIGN, "pack_into": self.struct.pack_into,
                  "storage": self.storage, "LAST": [None, None]}
-        exec("\n".join(lines), scope)  # noqa: S102 - code built above from arg kinds only
-        return scope["pack"]
+        # Code built above from argument kinds only; named for tracebacks.
+        kinds = ",".join(k.name for k in self.kinds)
+        return define(lines, f"<pysycl CUDA argument packer ({kinds})>", scope)["pack"]
 
 
 class CudaKernel:

@@ -7,10 +7,13 @@
 
 Why a worker: the llvmlite wheel has LLVM
 assertions on and the SPIR-V backend turns unsupported IR into ``LLVM ERROR`` (exit) or
-an assertion (abort), which cannot be caught in-process. One long-lived worker
-(``spirv_worker.py``) serves every :class:`SpirvCompiler` of the process, one request
-at a time; a crash becomes ``exception(errc.build)`` carrying the worker's stderr
-("LLVM ERROR: ..."), and the next compile starts a new worker.
+an assertion (abort), which cannot be caught in-process; and LLVM 22's SPIR-V backend
+keeps state from one module to the next that can give a later module duplicate result
+IDs, so each module is compiled in a child the worker forks (``spirv_worker.py``
+explains both). One long-lived worker serves every :class:`SpirvCompiler` of the
+process, one request at a time; a crash becomes ``exception(errc.build)`` carrying the
+child's stderr ("LLVM ERROR: ..."), and the worker goes on (a worker that died itself
+is started again by the next compile).
 
 Extensions: ``--spirv-ext`` is process global in LLVM, and each setting *replaces* the
 allowed set, so the worker sets exactly the set a request asks for when it differs from
@@ -71,8 +74,9 @@ class WorkerCrash(Exception):
 class SpirvWorker:
     """A persistent child process running ``spirv_worker.py``; thread safe.
 
-    Started on the first request, restarted after a crash or a ``fork`` (a child must
-    not share its parent's pipes).
+    Started on the first request, restarted when it died or after a ``fork`` (a child
+    must not share its parent's pipes). A compile that crashes LLVM kills only the
+    worker's child for that request (:class:`WorkerCrash`), not the worker.
     """
 
     def __init__(self):
@@ -95,6 +99,8 @@ class SpirvWorker:
                     raise EOFError("worker closed its output")
             except (OSError, EOFError, ValueError):
                 raise self._collect_crash(offset) from None
+            if reply[:1] == [b"crash"]:    # the compiling child died; the worker lives
+                raise WorkerCrash(int(reply[1]), self._stderr_since(offset))
             return reply
 
     def _start(self) -> None:
@@ -126,10 +132,14 @@ class SpirvWorker:
         except subprocess.TimeoutExpired:
             proc.kill()
             rc = proc.wait()
-        self._stderr.seek(offset)
-        text = self._stderr.read()[-8192:].decode("utf-8", "replace").strip()
+        text = self._stderr_since(offset)
         self._stop()
         return WorkerCrash(rc, text)
+
+    def _stderr_since(self, offset: int) -> str:
+        """The end of what the worker (and its children) wrote to stderr from ``offset``."""
+        self._stderr.seek(offset)
+        return self._stderr.read()[-8192:].decode("utf-8", "replace").strip()
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -184,7 +194,7 @@ class SpirvCompiler(Compiler):
         """Emit SPIR-V; ``extensions`` is the exact set of SPIR-V extensions LLVM may use.
 
         Raises ``exception(errc.build)`` with LLVM's message when the IR does not parse
-        or verify, or when code generation fails (the worker is restarted)."""
+        or verify, or when code generation fails."""
         # Extensions the lowering recorded in the module (``!pysycl.spirv.extensions``,
         # backends/opencl/lowering.py) are enabled too; they are part of the IR text,
         # hence of the cache key.
@@ -200,15 +210,7 @@ class SpirvCompiler(Compiler):
         mode = config.spirv_validate()
         if mode == "off" or (mode == "auto" and find_tool("spirv-val") is None):
             return spv
-        try:
-            validate(spv)
-        except exception:
-            # LLVM 22's SPIR-V backend occasionally (about 1 module in 300, at random
-            # positions in a long run) gives two definitions one ID in a worker that has
-            # compiled many modules; the same module is valid from a fresh worker.
-            self._worker.close()
-            spv = self._emit(fields, kernel_names)
-            validate(spv)
+        validate(spv)
         return spv
 
     def _emit(self, fields: list[bytes], kernel_names: Sequence[str]) -> bytes:

@@ -3,7 +3,22 @@
 Why a separate process: the llvmlite 0.50 wheel is built with LLVM assertions on, and
 the SPIR-V backend reports unsupported IR with ``LLVM ERROR`` (``exit``) or a failed
 assertion (``abort``); either would kill the user's interpreter. ``compiler.py`` starts
-this script once, sends one request at a time and restarts it after a crash.
+this script once and sends one request at a time.
+
+Why a fork per module: LLVM state outlives the module it was made for, and changes the
+next modules a process compiles. ``SPIRVModuleAnalysis::MAI.BBNumToRegMap`` (a static
+of LLVM 22's SPIR-V backend) maps (MachineFunction address, block number) to a label ID
+and is not cleared between modules, so a module whose MachineFunction is allocated where
+an earlier module's was can give its entry block an ID it also gave to a type or
+constant: ``Id 2 is defined more than once``, in about 1 module in 130 once a process
+has compiled a few hundred (never in a process's first module). Intel's OpenCL CPU
+runtime crashes (SIGSEGV in its SimplifyCFG) building some of those modules. Named
+struct types also pile up in the global LLVMContext (``struct.P``, then ``struct.P.0``
+...), so the same IR gave different SPIR-V. The worker therefore never compiles
+itself: it keeps LLVM initialised and forks a child per compile request, so every module
+is the first its process compiles (about 10 ms more per module: the child's copied
+pages and cold caches). A child that dies (``LLVM ERROR``, an assertion) leaves the
+worker running: it answers ``crash`` with the exit status.
 
 It imports only the standard library and llvmlite (not pysycl: the package facade may
 import far more than code generation needs, and start-up time is paid on every restart).
@@ -11,7 +26,9 @@ import far more than code generation needs, and start-up time is paid on every r
 Wire format (both directions): ``u32 n`` then ``n`` fields, each ``u32 length`` +
 bytes, little endian. Requests: ``[b"compile", triple, data_layout, opt_level,
 extensions (comma separated), kernel names (newline separated), llvm ir]`` and
-``[b"ping"]``. Replies: ``[b"ok", payload, timings]`` or ``[b"error", message]``.
+``[b"ping"]``. Replies: ``[b"ok", payload, timings]``, ``[b"error", message]`` or
+``[b"crash", exit status]`` (the status as ``subprocess`` gives it: ``-N`` for signal N;
+what the child printed is on the worker's stderr).
 Nothing is unpickled: a field is bytes, decoded as UTF-8 where it is text.
 """
 from __future__ import annotations
@@ -145,6 +162,36 @@ def _handle(codegen: _Codegen, fields: list[bytes]) -> list[bytes]:
     return [b"ok", spv, timings.encode()]
 
 
+def _compile_in_child(codegen: _Codegen, fields: list[bytes], out) -> None:
+    """Answer a compile request on ``out`` from a forked child, so that no LLVM state
+    of this module reaches another (see the module docstring). The child's reply
+    comes back through a pipe; the child is reaped after the reply is passed on, so
+    its exit overlaps the caller's next step."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: answer, then leave without running any cleanup
+        status = 1
+        try:
+            os.close(read_end)
+            with os.fdopen(write_end, "wb") as pipe:
+                write_message(pipe, _handle(codegen, fields))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as pipe:
+            reply = read_message(pipe)
+    except EOFError:   # the child died while writing
+        reply = None
+    if reply is None:
+        _, status = os.waitpid(pid, 0)
+        write_message(out, [b"crash", str(os.waitstatus_to_exitcode(status)).encode()])
+    else:
+        write_message(out, reply)
+        os.waitpid(pid, 0)
+
+
 def main() -> int:
     # The protocol owns the original stdout; anything else printing to fd 1 (LLVM
     # remarks, stray prints) goes to stderr, which the parent keeps for crash reports.
@@ -157,7 +204,10 @@ def main() -> int:
         fields = read_message(inp)
         if fields is None:
             return 0
-        write_message(out, _handle(codegen, fields))
+        if fields[:1] == [b"compile"] and hasattr(os, "fork"):   # (not on Windows)
+            _compile_in_child(codegen, fields, out)
+        else:
+            write_message(out, _handle(codegen, fields))
 
 
 if __name__ == "__main__":
