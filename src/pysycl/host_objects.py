@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from .detail import capture_definition_site, get_unique_id, references
-from .errors import errc, exception
+from .errors import errc, exception, type_error, value_error
 from .properties import properties_for
 from .spec_values import value_bytes
 from .types import as_dtype, default_bytes
@@ -36,13 +36,16 @@ class _Identifiable:
 
     _pysycl_uid_kind = ""
 
-    def __init__(self):
+    def __init__(self, name):
         # stacklevel=2: skip this __init__ and the subclass __init__.
         self._pysycl_site = capture_definition_site(stacklevel=2)
+        if name is not None:
+            self._pysycl_name = _checked_name(name, self._pysycl_uid_kind)
 
     @property
     def unique_id(self) -> str:
-        """The symbolic ID (``"<module>.<name>"`` for a module-level object)."""
+        """The symbolic ID: ``"<module>.<name>"`` for a module-level object or one given
+        ``name=``, else its definition site (``pysycl.detail`` explains the rules)."""
         return get_unique_id(self)
 
     def __copy__(self):
@@ -61,8 +64,21 @@ class _Identifiable:
                                               site.module, name)
 
 
+def _checked_name(name, kind: str) -> str:
+    """A ``name=``: dotted Python identifiers (``"gain"``, ``"filters.gain"``)."""
+    if not isinstance(name, str):
+        raise type_error(errc.invalid, f"sycl.{kind} name= takes a str, not "
+                                       f"{type(name).__name__}")
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise value_error(errc.invalid, f"sycl.{kind} name={name!r} is not a dotted Python "
+                                        "name (e.g. 'gain' or 'filters.gain')")
+    return name
+
+
 class specialization_id(_Identifiable):
     """``sycl::specialization_id<T>``: a spec constant's identity and default value.
+    ``name=`` fixes its ID to ``"<module>.<name>"`` (for one made in a function or held
+    in a list, whose ID would otherwise come from where it was made).
 
     >>> s = specialization_id(np.int32)
     >>> s.default_bytes
@@ -71,8 +87,8 @@ class specialization_id(_Identifiable):
 
     _pysycl_uid_kind = "specialization_id"
 
-    def __init__(self, dtype, default=None):
-        super().__init__()
+    def __init__(self, dtype, default=None, *, name: str | None = None):
+        super().__init__(name)
         self.dtype = as_dtype(dtype)
         self.default = default
         self.default_bytes = value_bytes(default, self.dtype)
@@ -86,6 +102,7 @@ class device_global(_Identifiable):
     memory holding T's default value at first (zero, or a ``@sycl.struct``'s field
     defaults: C++20's value-initialising constructor). Kernels use ``dg.get()``,
     ``dg.set(v)``, ``dg[i]``; the host copies through queue/handler ``copy``/``memcpy``.
+    ``name=`` fixes its ID as for ``specialization_id``.
 
     >>> device_global(np.int32).dtype
     dtype('int32')
@@ -93,8 +110,8 @@ class device_global(_Identifiable):
 
     _pysycl_uid_kind = "device_global"
 
-    def __init__(self, dtype, properties=None):
-        super().__init__()
+    def __init__(self, dtype, properties=None, *, name: str | None = None):
+        super().__init__(name)
         self.dtype = as_dtype(dtype)
         # Only device_global properties: a kernel or argument property here would be
         # dropped silently.

@@ -23,12 +23,14 @@ from __future__ import annotations
 import os
 
 from .. import config
+from ..detail import check_stable
 from ..errors import errc, exception
 from ..ir.core import Function, Module
 from ..ir.types import U8, ArrayType
 from ..passes.spec_constants import PADDING_LEAF_ID, SpecConstantIds
 from . import property_sets as ps
 from . import signing, syclbin, toolchain
+from .device_globals import image_device_globals
 from .device_image import GENERIC_TARGET, bundle_state, device_image, metadata_kernel_properties
 from .kernel_bundle import kernel_bundle
 from .linker import build_for_devices, link_objects
@@ -73,8 +75,16 @@ def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.Abstra
     return am
 
 
+def _ids_used(img: device_image) -> list[str]:
+    """The symbolic IDs of the spec constants and device globals an image uses."""
+    return list(img.spec_constants_used()) + [d[0] for d in image_device_globals(img)]
+
+
 def syclbin_bytes(kb: kernel_bundle) -> bytes:
-    """``kb`` (any state) as the bytes of a SYCLBIN file."""
+    """``kb`` (any state) as the bytes of a SYCLBIN file. Every spec constant and device
+    global it uses must have an ID that is the same in every process (``errc.invalid``
+    otherwise: a reader would bind it to another object, or to none)."""
+    check_stable([uid for img in kb for uid in _ids_used(img)], "save a kernel bundle")
     state = syclbin.SyclbinState(kb.state.value)
     f = syclbin.SyclbinFile(state, [_image_module(img, kb.spec_values) for img in kb])
     return syclbin.write_syclbin(f)
@@ -224,12 +234,19 @@ def kernel_bundle_from_bytes(ctx, data: bytes, state=None) -> kernel_bundle:
     devices = list(ctx.get_devices())
     images, values = [], {}
     for am in f.abstract_modules:
-        for k, v in (am.property_sets.get(SPEC_VALUES_SET) or {}).items():
+        reg = am.property_sets
+        check_stable([uid for name in (ps.SPEC_CONSTANTS, ps.DEVICE_GLOBALS, SPEC_VALUES_SET)
+                      for uid in (reg.get(name) or {})], "load a kernel bundle")
+        for k, v in (reg.get(SPEC_VALUES_SET) or {}).items():
             if not isinstance(v, bytes):
                 raise _bad_file(f"{SPEC_VALUES_SET} {k[:60]!r} is not a byte array")
             values[k] = v
     for am in f.abstract_modules:
-        images += _load_image(am, am.property_sets, file_state, devices, values)
+        loaded = _load_image(am, am.property_sets, file_state, devices, values)
+        for img in loaded:
+            check_stable(_ids_used(img), "load a kernel bundle")
+            img.from_file = True   # its IDs name this process's objects only if stable
+        images += loaded
     _check_one_image_per_kernel(images)
     return kernel_bundle(ctx, devices, file_state, images, values)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
+from ..detail import check_stable
 from ..errors import errc, exception
 from ..spec_values import (spec_default_bytes, spec_uid, spec_value_bytes,
                            spec_value_from_bytes)
@@ -94,6 +95,8 @@ class kernel_bundle:
             raise exception(errc.invalid, "set_specialization_constant needs an input "
                                           f"kernel_bundle, this one is in {self.state.name} state")
         uid = spec_uid(spec_id)
+        if any(getattr(img, "from_file", False) for img in self._images):
+            check_stable([uid], "set a specialization constant of a loaded kernel bundle")
         self._spec_values[uid] = spec_value_bytes(spec_id, value)
         self._spec_objects[uid] = spec_id
 

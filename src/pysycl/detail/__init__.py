@@ -2,12 +2,13 @@
 
 >>> from pysycl.detail import get_unique_id, register_uniquely_identifiable_object
 """
-from .unique_ids import (KINDS, DefinitionSite, capture_definition_site, get_unique_id,
-                         get_unique_id_kind, lookup_unique_id, make_unique_id,
-                         register_uniquely_identifiable_object, registered_unique_ids)
+from .unique_ids import (KINDS, DefinitionSite, capture_definition_site, check_stable,
+                         get_unique_id, get_unique_id_kind, lookup_unique_id, make_unique_id,
+                         register_uniquely_identifiable_object, registered_unique_ids,
+                         unstable_reason)
 
 __all__ = [
-    "KINDS", "DefinitionSite", "capture_definition_site", "get_unique_id",
+    "KINDS", "DefinitionSite", "capture_definition_site", "check_stable", "get_unique_id",
     "get_unique_id_kind", "lookup_unique_id", "make_unique_id",
-    "register_uniquely_identifiable_object", "registered_unique_ids",
+    "register_uniquely_identifiable_object", "registered_unique_ids", "unstable_reason",
 ]

@@ -8,10 +8,26 @@ runs the constructor first), so constructors record *where* they ran
 (``capture_definition_site``) and the ID is found lazily on first use by looking
 for the object in its module's globals and class dictionaries.
 
-ID rules: module-level object -> ``"<module>.<name>"``; class attribute ->
-``"<module>.<Class qualname>.<name>"``; anything else -> an ID unique in the process,
-``"<module>.<scope>#<n>"``. ``#`` never occurs in a Python identifier, so the three
-forms cannot collide.
+An ID must name the same object in every process that runs the same program, since
+bundle files and the kernel cache carry it. ID rules:
+
+* ``name=`` given to the constructor -> ``"<module>.<name>"``;
+* module-level object -> ``"<module>.<name>"``; class attribute ->
+  ``"<module>.<Class qualname>.<name>"``;
+* anything else (made in a function, held in a list or dict) -> its definition site:
+  ``"<module>.<function qualname>@<line>:<column>"`` (``"<module>@<line>:<column>"`` at
+  module level). Python 3.10 has no column positions: ``"...@<line>"``, and the k-th
+  distinct call on that line (in order of first execution) ``"...@<line>/<k>"``.
+* the n-th object (n > 1) made at one site, or claiming a name a live object holds
+  (a notebook cell run again) -> that ID + ``"#<n>"``: the order of creation, which is
+  the same in another process only if the program runs the same way. Such IDs, and
+  the first object's of a site used more than once, are *unstable*: saving or loading
+  a bundle that uses one is ``errc.invalid`` (:func:`check_stable`), naming the object
+  and suggesting ``name=``. Within one process they are unique, and the kernel cache
+  stays correct with them (an entry is the code of its IR text, whichever object the
+  ID names).
+
+``#``, ``@`` and ``/`` never occur in a Python identifier, so the forms cannot collide.
 
 >>> import types, sys
 >>> class Spec: pass
@@ -40,7 +56,8 @@ KINDS = frozenset({"specialization_id", "device_global"})
 _lock = threading.RLock()
 _by_uid: dict[str, "_Entry"] = {}
 _by_obj: dict[int, str] = {}  # id(obj) -> uid; entries leave when the object dies
-_counter = itertools.count(1)
+_uses: dict[str, int] = {}     # site ID or claimed name -> objects made there / claiming it
+_line_calls: dict[tuple, list[int]] = {}   # Python 3.10: (module, qualname, line) -> offsets
 
 
 class DefinitionSite(FrozenValue):
@@ -48,19 +65,43 @@ class DefinitionSite(FrozenValue):
 
     ``module``: the defining module's ``__name__``; ``qualname``: the qualified name of
     the enclosing class or function (``None`` at module level); ``scope``: ``"module"``,
-    ``"class"`` or ``"function"``. (A frozen value class with dataclass semantics,
-    _records.py.)
+    ``"class"`` or ``"function"``; ``line``/``col``: the constructor call's position
+    (``col`` is ``None`` on Python 3.10, where ``call`` numbers the distinct calls on
+    that line); ``occurrence``: this object is the n-th made at the site. (A frozen
+    value class with dataclass semantics, _records.py.)
     """
 
-    __slots__ = _fields = ("module", "qualname", "scope")
+    __slots__ = _fields = ("module", "qualname", "scope", "line", "col", "call",
+                           "occurrence")
     module: str
     qualname: str | None
     scope: str
+    line: int
+    col: int | None
+    call: int
+    occurrence: int
 
-    def __init__(self, module: str, qualname: str | None, scope: str):
+    def __init__(self, module: str, qualname: str | None, scope: str, line: int = 0,
+                 col: int | None = None, call: int = 1, occurrence: int = 1):
         object.__setattr__(self, "module", module)
         object.__setattr__(self, "qualname", qualname)
         object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "col", col)
+        object.__setattr__(self, "call", call)
+        object.__setattr__(self, "occurrence", occurrence)
+
+    @property
+    def site_id(self) -> str:
+        """The ID of an object made here that no name holds (without ``#n``)."""
+        scope = f"{self.module}.{self.qualname}" if self.qualname else self.module
+        if self.col is not None:
+            return f"{scope}@{self.line}:{self.col}"
+        return f"{scope}@{self.line}" + (f"/{self.call}" if self.call > 1 else "")
+
+    def describe(self) -> str:
+        where = f" in {self.qualname}" if self.qualname else ""
+        return f"{self.module} line {self.line}{where}"
 
 
 class _Entry:
@@ -74,6 +115,7 @@ class _Entry:
 
 def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
     """The site of the caller's caller (``stacklevel=1``): call it from a constructor.
+    Counts the objects made at each site (``occurrence``).
 
     >>> class Spec:
     ...     def __init__(self):
@@ -87,16 +129,41 @@ def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
     code = frame.f_code
     module = frame.f_globals.get("__name__", "<unknown>")
     if code.co_name == "<module>":
-        return DefinitionSite(module, None, "module")
-    # A class body is executed as a code object named after the class whose locals
-    # carry __qualname__ (set by type.__build_class__ before the body runs); that
-    # also gives the full name on Python 3.10, whose code objects lack co_qualname.
-    class_name = frame.f_locals.get("__qualname__")
-    if (isinstance(class_name, str) and "__module__" in frame.f_locals
-            and class_name.rpartition(".")[2] == code.co_name):
-        return DefinitionSite(module, class_name, "class")
-    qualname = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python >= 3.11
-    return DefinitionSite(module, qualname, "function")
+        qualname, scope = None, "module"
+    else:
+        # A class body is executed as a code object named after the class whose locals
+        # carry __qualname__ (set by type.__build_class__ before the body runs); that
+        # also gives the full name on Python 3.10, whose code objects lack co_qualname.
+        class_name = frame.f_locals.get("__qualname__")
+        if (isinstance(class_name, str) and "__module__" in frame.f_locals
+                and class_name.rpartition(".")[2] == code.co_name):
+            qualname, scope = class_name, "class"
+        else:
+            qualname, scope = getattr(code, "co_qualname", code.co_name), "function"
+    line, col = _call_position(frame)
+    with _lock:
+        call = 1
+        if col is None:   # Python 3.10: tell the calls on one line apart by bytecode offset
+            offsets = _line_calls.setdefault((module, qualname, line), [])
+            if frame.f_lasti not in offsets:
+                offsets.append(frame.f_lasti)
+            call = offsets.index(frame.f_lasti) + 1
+        site = DefinitionSite(module, qualname, scope, line, col, call)
+        n = _uses[site.site_id] = _uses.get(site.site_id, 0) + 1
+    return DefinitionSite(module, qualname, scope, line, col, call, n)
+
+
+def _call_position(frame) -> tuple[int, int | None]:
+    """``(line, column)`` of the call a frame is executing; the column is ``None``
+    before Python 3.11 (no ``co_positions``)."""
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is None:
+        return frame.f_lineno, None
+    # One position per 2-byte code unit; f_lasti is the CALL's byte offset.
+    pos = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
+    if pos is None or pos[0] is None or pos[2] is None:
+        return frame.f_lineno, 0
+    return pos[0], pos[2]
 
 
 def _find_in_classes(obj, module, module_name: str, qualname_hint: str | None) -> str | None:
@@ -137,20 +204,20 @@ def find_binding(obj, module_name: str, qualname_hint: str | None = None) -> str
     return f"{module_name}.{in_class}" if in_class else None
 
 
-def make_unique_id(obj, module_name: str, qualname_hint: str | None = None) -> str:
-    """The unique ID of ``obj`` by the rules above (does not register it).
+def make_unique_id(obj, site: DefinitionSite, name: str | None = None) -> str:
+    """The unique ID of ``obj`` by the rules above, before collisions (does not
+    register it). ``name``: the constructor's ``name=``.
 
-    ``qualname_hint`` is the enclosing class or function (``DefinitionSite.qualname``);
-    it speeds up the class search and names the scope of a process-unique ID.
-
-    >>> make_unique_id(object(), "mod", "f").startswith("mod.f#")
-    True
+    >>> make_unique_id(object(), DefinitionSite("mod", "f", "function", 7, 4))
+    'mod.f@7:4'
     """
-    found = find_binding(obj, module_name, qualname_hint)
+    if name is not None:
+        return f"{site.module}.{name}"
+    found = find_binding(obj, site.module, site.qualname)
     if found is not None:
         return found
-    scope = f"{module_name}.{qualname_hint}" if qualname_hint else module_name
-    return f"{scope}#{next(_counter)}"
+    base = site.site_id
+    return base if site.occurrence == 1 else f"{base}#{site.occurrence}"
 
 
 def _forget(uid: str, obj_id: int) -> None:
@@ -210,9 +277,10 @@ def get_unique_id(obj) -> str:
 
     Lazy discovery needs two attributes the object's constructor sets:
     ``_pysycl_site`` (a ``DefinitionSite``) and ``_pysycl_uid_kind`` (one of
-    ``KINDS``). If the discovered name is held by another live object (the
-    definition ran again, e.g. a re-run notebook cell), the new object gets a
-    process-unique ID instead. Anything else unregistered is ``errc.invalid``.
+    ``KINDS``), and reads ``_pysycl_name`` (its ``name=``) if present. If the ID is
+    held by another live object (the definition ran again, e.g. a re-run notebook
+    cell), the new object gets ``"<ID>#<n>"`` instead. Anything else unregistered is
+    ``errc.invalid``.
     """
     with _lock:
         uid = _by_obj.get(id(obj))
@@ -223,11 +291,51 @@ def get_unique_id(obj) -> str:
         if not isinstance(site, DefinitionSite) or kind not in KINDS:
             raise exception(errc.invalid, f"{obj!r} has no unique ID: it is not a registered "
                                           "specialization_id or device_global")
-        uid = make_unique_id(obj, site.module, site.qualname)
-        if _live(uid) is not None:
-            uid = f"{uid}#{next(_counter)}"
+        uid = make_unique_id(obj, site, getattr(obj, "_pysycl_name", None))
+        if "#" not in uid:
+            _uses.setdefault(uid, 1)
+        while _live(uid) is not None:
+            base = uid.partition("#")[0]
+            n = _uses[base] = _uses.get(base, 1) + 1
+            uid = f"{base}#{n}"
         register_uniquely_identifiable_object(obj, uid, kind)
         return uid
+
+
+def unstable_reason(unique_id: str) -> str | None:
+    """Why ``unique_id`` may name another object in another process (see the module
+    doc), or ``None`` when it is stable.
+
+    >>> unstable_reason("mod.coeff") is None
+    True
+    """
+    base, _, n = unique_id.partition("#")
+    with _lock:
+        used = _uses.get(base, 0)
+    if n:
+        return (f"it is object {n} made at {base} or claiming that ID, and the order of "
+                "such objects need not be the same in another process")
+    if used > 1 and "@" in base:
+        return (f"{used} objects were made at that place ({base}), and their order need "
+                "not be the same in another process")
+    return None
+
+
+def check_stable(unique_ids, action: str) -> None:
+    """``errc.invalid`` naming the first of ``unique_ids`` that is unstable: ``action``
+    (``"save a kernel bundle"``) would tie it to another object in another process."""
+    for uid in unique_ids:
+        why = unstable_reason(uid)
+        if why is None:
+            continue
+        obj = lookup_unique_id(uid)
+        kind = get_unique_id_kind(uid) or "object"
+        site = getattr(obj, "_pysycl_site", None)
+        made = f" (made at {site.describe()})" if isinstance(site, DefinitionSite) else ""
+        raise exception(errc.invalid, f"cannot {action}: {kind} {uid}{made} has no ID "
+                        f"that is the same in every process: {why}; give it one with "
+                        f"sycl.{kind if kind in KINDS else 'specialization_id'}(..., "
+                        "name=\"...\") or bind it to a module-level name")
 
 
 def lookup_unique_id(unique_id: str):

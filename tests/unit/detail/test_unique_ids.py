@@ -7,9 +7,10 @@ import threading
 
 import pytest
 
-from pysycl.detail import (DefinitionSite, capture_definition_site, get_unique_id,
-                           get_unique_id_kind, lookup_unique_id, make_unique_id,
-                           register_uniquely_identifiable_object, registered_unique_ids)
+from pysycl.detail import (DefinitionSite, capture_definition_site, check_stable,
+                           get_unique_id, get_unique_id_kind, lookup_unique_id, make_unique_id,
+                           register_uniquely_identifiable_object, registered_unique_ids,
+                           unstable_reason)
 from pysycl.errors import errc, exception
 
 
@@ -56,7 +57,9 @@ SOURCE = """
 
 def test_module_level_and_class_ids(user_module):
     m = user_module(SOURCE)
-    assert m.coeff._pysycl_site == DefinitionSite(m.__name__, None, "module")
+    site = m.coeff._pysycl_site
+    assert (site.module, site.qualname, site.scope, site.line) == (m.__name__, None, "module", 3)
+    assert site.col in (8, None)                 # None: Python 3.10 has no columns
     assert m.Params.scale._pysycl_site.scope == "class"
     assert get_unique_id(m.coeff) == f"{m.__name__}.coeff"
     assert get_unique_id(m.counter) == f"{m.__name__}.counter"
@@ -68,13 +71,88 @@ def test_module_level_and_class_ids(user_module):
     assert get_unique_id(m.coeff) == f"{m.__name__}.coeff"
 
 
-def test_local_objects_get_process_unique_ids(user_module):
+def _at(line, col):
+    """The site suffix of a call at ``line``/``col`` on this Python (3.10: no column)."""
+    return f"@{line}:{col}" if sys.version_info >= (3, 11) else f"@{line}"
+
+
+def test_local_objects_get_their_definition_site(user_module):
     m = user_module(SOURCE)
-    a, b = m.make_local(), m.make_local()
+    a = m.make_local()
+    ua = get_unique_id(a)
+    assert ua == f"{m.__name__}.make_local{_at(13, 12)}"
+    assert unstable_reason(ua) is None
+    b = m.make_local()                           # a second object made at the same place
+    ub = get_unique_id(b)
+    assert ub == f"{ua}#2" and lookup_unique_id(ub) is b
+    assert "2 objects were made at that place" in unstable_reason(ua)
+    assert "object 2 made at" in unstable_reason(ub)
+    with pytest.raises(exception) as info:
+        check_stable([ua], "save a kernel bundle")
+    assert info.value.code() is errc.invalid
+    assert "cannot save a kernel bundle" in str(info.value) and ua in str(info.value)
+    assert "name=" in str(info.value) and f"{m.__name__} line 13 in make_local" in str(info.value)
+
+
+def test_site_ids_do_not_depend_on_what_was_made_before(user_module):
+    """The same definitions give the same IDs whatever else the process made first
+    (the ID of the n-th object of a process-wide counter did not)."""
+    src = """
+        from uid_helpers import Identifiable
+        def make():
+            return Identifiable()
+        def other():
+            return Identifiable()
+        HELD = (make(),)
+    """
+    quiet = user_module(src)
+    busy_src = src.replace("HELD =", "junk = [other(), other()]\n        HELD =")
+    busy = user_module(busy_src)
+    assert get_unique_id(quiet.HELD[0]) == f"{quiet.__name__}.make{_at(4, 11)}"
+    assert get_unique_id(busy.HELD[0]) == f"{busy.__name__}.make{_at(4, 11)}"
+    assert unstable_reason(get_unique_id(busy.HELD[0])) is None
+
+
+def test_two_calls_on_one_line_are_two_sites(user_module):
+    m = user_module("""
+        from uid_helpers import Identifiable
+        def pair():
+            return Identifiable(), Identifiable()
+    """)
+    a, b = m.pair()
     ua, ub = get_unique_id(a), get_unique_id(b)
-    assert ua != ub
-    assert ua.startswith(f"{m.__name__}.make_local#")
-    assert "#" in ub and lookup_unique_id(ub) is b
+    assert ua != ub and "#" not in ua + ub
+    assert unstable_reason(ua) is None and unstable_reason(ub) is None
+
+
+def test_python_310_fallback_numbers_the_calls_on_a_line(monkeypatch):
+    """Without column positions, a line's calls are told apart by bytecode offset, in
+    order of first execution: @<line>, @<line>/2..."""
+    from pysycl.detail import unique_ids
+    monkeypatch.setattr(unique_ids, "_call_position", lambda frame: (frame.f_lineno, None))
+
+    def pair():
+        return Identifiable(), Identifiable()
+    a, b = pair()
+    c, _ = pair()
+    base = f"{__name__}.{pair.__qualname__}@{a._pysycl_site.line}"
+    assert [get_unique_id(x) for x in (a, b, c)] == [base, f"{base}/2", f"{base}#2"]
+
+
+def test_name_argument_fixes_the_id(user_module):
+    m = user_module("""
+        from uid_helpers import Identifiable
+        def make(name):
+            obj = Identifiable()
+            obj._pysycl_name = name
+            return obj
+        HELD = (make("gain"), make("bias"))
+    """)
+    assert [get_unique_id(o) for o in m.HELD] == [f"{m.__name__}.gain", f"{m.__name__}.bias"]
+    assert all(unstable_reason(get_unique_id(o)) is None for o in m.HELD)
+    again = m.make("gain")                        # the name held by a live object
+    assert get_unique_id(again) == f"{m.__name__}.gain#2"
+    assert unstable_reason(get_unique_id(again)) is not None
 
 
 def test_same_name_in_different_scopes_never_shares(user_module):
@@ -93,6 +171,7 @@ def test_rerun_definition_gets_fresh_id(user_module):
     new_id = get_unique_id(m.x)
     assert new_id != f"{m.__name__}.x" and new_id.startswith(f"{m.__name__}.x#")
     assert get_unique_id(old) == f"{m.__name__}.x"
+    assert unstable_reason(new_id) is not None and unstable_reason(get_unique_id(old)) is None
 
 
 def test_explicit_registration_and_conflicts():
@@ -142,11 +221,17 @@ def test_non_weakrefable_objects_are_kept():
 
 def test_make_unique_id_pure_naming(user_module):
     m = user_module(SOURCE)
-    assert make_unique_id(m.coeff, m.__name__) == f"{m.__name__}.coeff"
-    assert make_unique_id(m.Params.scale, m.__name__, "Params") == f"{m.__name__}.Params.scale"
-    first = make_unique_id(object(), "nowhere.mod")
-    second = make_unique_id(object(), "nowhere.mod")
-    assert first != second and first.startswith("nowhere.mod#")
+    assert make_unique_id(m.coeff, DefinitionSite(m.__name__, None, "module")) == \
+        f"{m.__name__}.coeff"
+    assert make_unique_id(m.Params.scale, DefinitionSite(m.__name__, "Params", "class")) == \
+        f"{m.__name__}.Params.scale"
+    site = DefinitionSite("nowhere.mod", "f", "function", 3, 7)
+    assert make_unique_id(object(), site) == "nowhere.mod.f@3:7"
+    assert make_unique_id(object(), DefinitionSite("nowhere.mod", "f", "function", 3, 7, 1, 2)) \
+        == "nowhere.mod.f@3:7#2"
+    assert make_unique_id(object(), DefinitionSite("nowhere.mod", "f", "function", 3)) == \
+        "nowhere.mod.f@3"
+    assert make_unique_id(object(), site, "gain") == "nowhere.mod.gain"
 
 
 def test_thread_safety_one_id_per_object(user_module):

@@ -146,7 +146,14 @@ def test_unique_ids():
         return sycl.specialization_id(np.int32), sycl.specialization_id(np.int32)
 
     x, y = make()
-    assert x.unique_id != y.unique_id and "#" in x.unique_id
+    assert x.unique_id != y.unique_id and "@" in x.unique_id   # their definition sites
+    named = sycl.specialization_id(np.int32, name="tuning.gain")
+    assert named.unique_id == f"{__name__}.tuning.gain"
+    assert sycl.device_global(np.int32, name="hits").unique_id == f"{__name__}.hits"
+    with pytest.raises(ValueError, match="dotted Python name"):
+        sycl.specialization_id(np.int32, name="a b")
+    with pytest.raises(TypeError, match="takes a str"):
+        sycl.device_global(np.int32, name=3)
 
 
 def test_host_objects_are_not_copyable():

@@ -327,7 +327,8 @@ def test_closure_variables_are_frozen():
     text = ir_text(k_closure.ir_module())
     assert "const {value = 8} : i64" not in text
     assert "const {value = 5} : i32" in text and "const {value = 3} : i32" in text
-    assert "spec_const" in text and "#" in text.split("spec_const")[1].splitlines()[0]
+    # made in a function: the ID is its definition site
+    assert "spec_const" in text and "@" in text.split("spec_const")[1].splitlines()[0]
 
 
 # Calls ------------------------------------------------------------------------------
