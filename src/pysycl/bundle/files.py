@@ -30,7 +30,6 @@ from ..ir.types import U8, ArrayType
 from ..passes.spec_constants import PADDING_LEAF_ID, SpecConstantIds
 from . import property_sets as ps
 from . import signing, syclbin, toolchain
-from .device_globals import image_device_globals
 from .device_image import GENERIC_TARGET, bundle_state, device_image, metadata_kernel_properties
 from .kernel_bundle import kernel_bundle
 from .linker import build_for_devices, link_objects
@@ -76,8 +75,12 @@ def _image_module(img: device_image, values: dict[str, bytes]) -> syclbin.Abstra
 
 
 def _ids_used(img: device_image) -> list[str]:
-    """The symbolic IDs of the spec constants and device globals an image uses."""
-    return list(img.spec_constants_used()) + [d[0] for d in image_device_globals(img)]
+    """The symbolic IDs of the spec constants and device globals an image uses (names
+    only: a loaded image's descriptors are checked where they are used)."""
+    module = None if getattr(img, "is_warm", False) else img.module
+    globals_ = ([d.unique_id for d in module.device_globals] if module is not None
+                else list(img.property_sets.get(ps.DEVICE_GLOBALS) or {}))
+    return list(img.spec_constants_used()) + globals_
 
 
 def syclbin_bytes(kb: kernel_bundle) -> bytes:

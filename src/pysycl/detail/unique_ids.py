@@ -325,7 +325,7 @@ def check_stable(unique_ids, action: str) -> None:
     """``errc.invalid`` naming the first of ``unique_ids`` that is unstable: ``action``
     (``"save a kernel bundle"``) would tie it to another object in another process."""
     for uid in unique_ids:
-        why = unstable_reason(uid)
+        why = unstable_reason(uid) if isinstance(uid, str) else None
         if why is None:
             continue
         obj = lookup_unique_id(uid)
