@@ -21,11 +21,6 @@ def copy_rows(it: sycl.item[1], src: sycl.accessor[np.float32, 1, sycl.read_only
     dst[it] = src[it]
 
 
-@sycl.kernel
-def broken(it: sycl.item[1], x: sycl.global_ptr[np.float32]):
-    x[it] = not_defined_anywhere  # noqa: F821 - the error this file tests
-
-
 def _shared(q, data):
     a = sycl.malloc_shared(data.shape, data.dtype, q)
     q.copy(data, a).wait()
@@ -65,9 +60,21 @@ def test_a_usm_array_for_an_accessor_is_a_type_error(queue):
 
 
 def test_kernel_source_errors_are_syntax_errors(queue):
+    @sycl.kernel
+    def broken(it: sycl.item[1], x: sycl.global_ptr[np.float32]):
+        x[it] = not_defined_anywhere  # noqa: F821 - the error this test checks
+
     a = sycl.malloc_shared(4, np.float32, queue)
-    with pytest.raises(SyntaxError) as e:
-        queue.parallel_for(4, broken, a).wait()
+    try:
+        with pytest.raises(SyntaxError) as e:
+            queue.parallel_for(4, broken, a).wait()
+    finally:
+        # A kernel that does not compile stays registered and other tests' whole-program
+        # bundles would leave it out with a warning: a definition of the same name
+        # replaces it.
+        @sycl.kernel
+        def broken(it: sycl.item[1], x: sycl.global_ptr[np.float32]):  # noqa: F811
+            x[it] = 0
     err = e.value
     assert isinstance(err, sycl.compile_error) and err.code() == sycl.errc.build
     assert err.filename == __file__ and "not_defined_anywhere" in err.text
