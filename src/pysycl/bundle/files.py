@@ -348,9 +348,10 @@ def _load_image(am, reg, state: bundle_state, devices, values: dict) -> list[dev
     devs = _devices_for(target if name == "spirv" and target else name, devices)
     if not devs:
         return []
-    if IMAGE_SET in reg and not signing.verify(am):
-        # pysycl's own image, not signed by this user (or changed since): its binaries
-        # are not run; its IR is built again, or the file's code is trusted on request.
+    # pysycl's own image, not signed by this user (or changed since): its binaries are
+    # not run; its IR is built again, or the file's code is trusted on request.
+    unsigned = IMAGE_SET in reg and not signing.verify(am)
+    if unsigned:
         if module is not None:
             return _rebuilt(module, reg, devs, values)
         if not config.trust_bundle_code():
@@ -361,7 +362,6 @@ def _load_image(am, reg, state: bundle_state, devices, values: dict) -> list[dev
         _check_cpu_features(reg)
     # Native code this user did not sign, run because the user trusts the file: linked
     # once where a linker crash cannot end this process.
-    unsigned = IMAGE_SET in reg and not signing.verify(am)
     toolchain.check_binary(toolchain.device_target(devs[0]), data, link=unsigned)
     if module is None:
         module = _metadata_module(reg)
