@@ -185,13 +185,16 @@ def test_repeat_launches_wait_for_a_cupy_stream(q, cp):
     assert float(y.min()) == 8.0 and float(y.max()) == 8.0
 
 
-def test_torch_rejections(q, torch):
+def test_torch_rejections(q, torch, monkeypatch):
+    from pysycl.runtime import args
+    monkeypatch.setattr(args, "_staging_warned", False)   # the warning is shown once
     y = torch.ones(16, device="cuda")
     with pytest.raises(sycl.exception) as e:     # not contiguous
         q.parallel_for(sycl.range(8), axpy, F32(1), torch.ones(16, device="cuda")[::2], y)
     assert e.value.code() == sycl.errc.kernel_argument
-    with pytest.raises(sycl.exception):          # host memory
-        q.parallel_for(sycl.range(16), axpy, F32(1), torch.ones(16), y)
+    with pytest.warns(RuntimeWarning, match="copied to the device"):   # host memory
+        q.parallel_for(sycl.range(16), axpy, F32(1), torch.full((16,), 2.0), y).wait()
+    torch.testing.assert_close(y.cpu(), torch.full((16,), 3.0))
     with pytest.raises(sycl.exception):          # wrong element type
         q.parallel_for(sycl.range(16), axpy, F32(1), torch.ones(16, device="cuda",
                                                                 dtype=torch.float64), y)
