@@ -140,6 +140,12 @@ def trust_bundle_code() -> bool:
     return os.environ.get("PYSYCL_TRUST_BUNDLE_CODE", "0") not in ("0", "false", "off", "no", "")
 
 
+def trace_path() -> str | None:
+    """``PYSYCL_TRACE``: write a timeline of every command and build to this file
+    (Chrome trace format) when the process exits."""
+    return os.environ.get("PYSYCL_TRACE") or None
+
+
 def cuda_libdevice() -> str | None:
     return os.environ.get("PYSYCL_LIBDEVICE") or None
 

@@ -23,6 +23,7 @@ from typing import Iterable, Mapping
 
 from .. import config
 from .._records import IdentityRecord
+from ..detail import trace
 from ..detail.lru import LRU
 from ..errors import errc, exception
 from ..ir.core import Module
@@ -309,8 +310,9 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
                                             f"failed: {type(e).__name__}: {e}") from e
 
         key = _cache_key(lk, target, mode, value_bytes)
-        binary = default_cache().get_or_build(key, compile_binary,
-                                              label=f"kernel {lk.name} for {target.name}")
+        with trace.span(f"build {lk.name} for {target.name}", "build", lowering=mode):
+            binary = default_cache().get_or_build(key, compile_binary,
+                                                  label=f"kernel {lk.name} for {target.name}")
         warm_index.record_link(lk, key)
         img = device_image(
             bundle_state.executable, lk.module, [lk.kid], target=target.name,

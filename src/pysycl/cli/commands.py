@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -173,6 +175,21 @@ def _progress_line(done: int, total: int, what: str) -> None:
     width = shutil.get_terminal_size((80, 20)).columns - 1
     sys.stderr.write("\r" + line[:width].ljust(width) + ("\n" if done == total else ""))
     sys.stderr.flush()
+
+
+def cmd_trace(args) -> int:
+    """Run ``args.script`` in a child process with ``PYSYCL_TRACE`` set (the trace is
+    written when it exits); its exit status is ours."""
+    script = Path(args.script)
+    if not script.is_file():
+        raise exception(errc.invalid, f"{args.script}: no such file")
+    output = os.path.abspath(args.output or f"{script.with_suffix('')}.trace.json")
+    env = dict(os.environ, PYSYCL_TRACE=output)
+    status = subprocess.run([sys.executable, str(script), *args.script_args], env=env).returncode
+    if os.path.exists(output):
+        print(f"trace written to {output} (open it in https://ui.perfetto.dev or "
+              "chrome://tracing)", file=sys.stderr)
+    return status
 
 
 def cmd_inspect(args) -> int:

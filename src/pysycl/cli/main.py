@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     cache = sub.add_parser("cache", help="inspect or empty the kernel cache")
     cache.add_argument("action", choices=("info", "clear"))
+
+    tr = sub.add_parser("trace", help="run a Python script and write a timeline of its "
+                        "commands and builds (Chrome trace format, for Perfetto)")
+    tr.add_argument("-o", "--output", help="trace file (default: SCRIPT.trace.json)")
+    tr.add_argument("script")
+    tr.add_argument("script_args", nargs=argparse.REMAINDER)
     return p
 
 

@@ -103,7 +103,7 @@ class LaunchPlan:
             accs = cgh._accs if cgh is not None else None
             run = self.command(global_size, local_size, offset, packed, local_bytes, keep,
                                accs)
-            return self.queue._submit(STREAM, run, deps, accs)
+            return self.queue._submit(STREAM, run, deps, accs, f"kernel {self.name}")
         queue = self.queue
         if queue._in_order:
             return self.issue_in_order(global_size, local_size, offset, packed, local_bytes,
@@ -210,7 +210,7 @@ class LaunchPlan:
         if failure is not None:
             return queue._failed(failure)
         run = self.command(global_size, local_size, offset, packed, local_bytes, keep, None)
-        return queue._submit(STREAM, run, None)
+        return queue._submit(STREAM, run, None, None, f"kernel {self.name}")
 
     def _launch(self, global_size, local_size, offset, packed, local_bytes):
         """The driver's launch through the launcher: one with a global offset, or the

@@ -35,6 +35,7 @@ import weakref
 from threading import get_ident as _get_ident
 
 from .. import config
+from ..detail import trace
 from ..detail.lru import LRU
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
@@ -126,7 +127,8 @@ class queue:
         self._context = context
         self._driver = dev.driver
         self._in_order = bool(in_order)
-        self._profiling = bool(enable_profiling)
+        # Tracing (PYSYCL_TRACE) measures every command as profiling does.
+        self._profiling = bool(enable_profiling) or trace.recorder() is not None
         if self._profiling and not dev.has("queue_profiling"):
             raise exception(errc.feature_not_supported, f"{dev.name!r} cannot profile queues")
         self._async_handler = async_handler
@@ -224,13 +226,15 @@ class queue:
         plan = cgh._plan
         if plan is not None:
             return plan.enqueue(cgh._range, cgh._args, cgh._deps, cgh)
-        return self._submit(cgh._kind, cgh._run, cgh._deps, cgh._accs)
+        return self._submit(cgh._kind, cgh._run, cgh._deps, cgh._accs, cgh._what)
 
-    def _submit(self, kind: int, run, deps, accs=None) -> event:
+    def _submit(self, kind: int, run, deps, accs=None, what: str | None = None) -> event:
         """A command that may have to wait: its event, recorded, started by the scheduler
         now or once ``deps``, the earlier users of the buffers of ``accs`` and (in order)
-        the queue's previous command have completed."""
+        the queue's previous command have completed. ``what``: its name in a trace."""
         ev = new_event(self, kind, run)
+        if self._profiling and trace.recorder() is not None:
+            self._trace(ev, what or "command")
         if accs:
             deps = list(deps) if deps else []
             for acc in accs:
@@ -246,6 +250,22 @@ class queue:
         else:
             self._record(ev)
         return enqueue(self, ev, deps)
+
+    def _trace(self, ev: event, what: str) -> None:
+        """Put ``ev`` on this queue's track of the trace once it completes."""
+        rec, track = trace.recorder(), f"queue {id(self):#x} on {self._device.name}"
+
+        def done():
+            times = ev._times
+            try:
+                _, start, end = (ev.profiling_command_submit, ev.profiling_command_start,
+                                 ev.profiling_command_end)
+            except exception:
+                start, end = (times[1] or times[0], times[2]) if times else (0, 0)
+            rec.add(what, "command", start, end, track,
+                    {"device": self._device.name, "backend": self._device.backend.name,
+                     "failed": ev._error is not None})
+        ev._on_done(done)
 
     def _record(self, ev: event) -> event:
         """The queue's bookkeeping of each new command's event ``ev`` (returned): the
