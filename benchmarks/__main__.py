@@ -6,11 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from . import suite
+from . import suite, user_forms
 from .harness import Report
 
-WORKLOADS = ("conv", "fir", "saxpy", "reduce", "histogram", "matmul", "restrict", "launch",
-             "build")
+WORKLOADS = ("conv", "fir", "saxpy", "forms", "reduce", "histogram", "matmul", "restrict",
+             "launch", "build")
 
 
 def _opencl_peer_context():
@@ -52,7 +52,8 @@ def main(argv=None) -> int:
         print(f"== {dev.name} [{dev.backend}]", flush=True)
         steps = [("conv", lambda: suite.conv3x3(report, q, conv_n, ocl)),
                  ("fir", lambda: suite.fir(report, q, fir_n, opencl_ctx=ocl)),
-                 ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4))]
+                 ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4)),
+                 ("forms", lambda: user_forms.run(report, q, quick=args.quick))]
         steps.append(("reduce", lambda: suite.reduce(report, q, quick=args.quick,
                                                      opencl_ctx=ocl)))
         for name in ("histogram", "matmul", "restrict", "build"):
