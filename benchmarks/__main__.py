@@ -6,11 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from . import suite, user_forms
+from . import program_size, suite, user_forms
 from .harness import Report
 
 WORKLOADS = ("conv", "fir", "saxpy", "forms", "reduce", "histogram", "matmul", "restrict",
-             "launch", "build")
+             "launch", "build", "program")
 
 
 def _opencl_peer_context():
@@ -61,6 +61,10 @@ def main(argv=None) -> int:
             if fn is not None:
                 steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))
         steps.append(("launch", lambda: suite.launch_overhead(report, q)))
+        if backend == "native_cpu":   # bundles of 10 / 40 / 160 kernels, fresh processes
+            sizes = (10, 40) if args.quick else (10, 40, 160)
+            steps.append(("program", lambda: [report.add(m) for m in program_size.measure(
+                q, sizes, runs=1 if args.quick else 2)]))
         for name, step in steps:
             if name not in only:
                 continue

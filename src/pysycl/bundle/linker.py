@@ -208,24 +208,48 @@ def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> Cache
 
 
 class _WarmExecutable(device_image):
-    """An executable image made from the warm-start index: binary, property sets,
-    spec-constant layout and kernel metadata, no IR until something asks for it
-    (``module`` or ``_linked`` then link it through the normal path)."""
+    """An executable image made from the warm-start index: property sets, spec-constant
+    layout and kernel metadata; the binary is read from the build cache when first
+    needed (a bundle of many kernels starts without reading them all), and there is no
+    IR until something asks for it (``module`` or ``_linked`` then link it through the
+    normal path, which also rebuilds a binary gone from the cache)."""
 
     _linked_fn = None
+    _binary_key = None
+    _rebuild = None
+    _binary_lock = threading.Lock()    # replaced per image by warm_executable
 
     @property
     def _linked(self):
         return self._linked_fn()
 
+    @property
+    def _binary(self):
+        value = self.__dict__.get("_read_binary")
+        if value is None and self._binary_key is not None:
+            with self._binary_lock:
+                value = self.__dict__.get("_read_binary")
+                if value is None:
+                    stats.bump("warm_binary_reads")
+                    value = default_cache().get(self._binary_key) or self._rebuild()
+                    self.__dict__["_read_binary"] = value
+        return value
+
+    @_binary.setter
+    def _binary(self, value):
+        self.__dict__["_read_binary"] = value
+
 
 def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
-                    values: Mapping[str, bytes] | None, linked_fn) -> device_image | None:
+                    values: Mapping[str, bytes] | None, linked_fn,
+                    entry: dict | None = None) -> device_image | None:
     """The executable image of kernel ``kid`` of the link of the images fingerprinted
     ``group``, from the warm-start index and the build cache, or ``None`` (then the
     caller takes the full path, which updates the index). ``linked_fn()`` gives the
-    ``LinkedKernel`` the normal path would (only called if the IR is asked for)."""
-    entry = warm_index.lookup_link(group, kid.get_name())
+    ``LinkedKernel`` the normal path would (only called if the IR is asked for);
+    ``entry``: the kernel's link entry when the caller read it already."""
+    if entry is None:
+        entry = warm_index.lookup_link(group, kid.get_name())
     if entry is None:
         stats.bump("warm_index_misses")
         return None
@@ -241,8 +265,7 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
         return img
     key = CacheKey.from_part_digests(_key_digests(entry["ir"], entry["spec_ids_digest"],
                                                   target, mode, value_bytes))
-    binary = default_cache().get(key)
-    if binary is None:   # e.g. new literal values, another CPU: the full path builds it
+    if not default_cache().contains(key):   # e.g. new literal values, another CPU
         stats.bump("warm_index_misses")
         return None
     stats.bump("warm_index_hits")
@@ -255,11 +278,14 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
 
     img = _WarmExecutable(
         bundle_state.executable, None, [kid], target=target.name,
-        format=target.binary_format, devices=devices, binary=binary,
+        format=target.binary_format, devices=devices, binary=None,
         registry=entry["_registry"], spec_ids=spec_ids, lowering=mode, target_obj=target,
         spec_values=value_bytes, kernel_infos=[entry["_kernel"]],
         materialize=lambda: linked().module)
     img._linked_fn = linked
+    img._binary_key = key
+    img._binary_lock = threading.Lock()
+    img._rebuild = lambda: build_executable(linked(), devices, mode, values).binary
     with _lock:
         found = _executables.get(memo)
         if found is not None:
@@ -335,13 +361,28 @@ def group_by_target(devices: Iterable) -> list[list]:
 
 def build_for_devices(linked: list[LinkedKernel], devices: list, mode: str,
                       values: Mapping[str, bytes] | None) -> list[device_image]:
-    """Executable images for every linked kernel on every device target."""
-    images = []
+    """Executable images for every linked kernel on every device target, in that order.
+
+    Kernels build on ``config.build_jobs()`` threads at once: LLVM (parse, optimise,
+    emit: two thirds of a native kernel's build) runs without the GIL, each thread with
+    a TargetMachine and LLVM contexts of its own, while another thread runs the Python
+    passes and code generation of the next kernel."""
+    from .device_image import kernel_compatible
+    jobs = []
     for group in group_by_target(devices):
         for lk in linked:
             fn = lk.module.function(lk.name)
-            from .device_image import kernel_compatible
             ok = [d for d in group if kernel_compatible(fn, d)]
             if ok:
-                images.append(build_executable(lk, ok, mode, values))
-    return images
+                jobs.append((lk, ok))
+    threads = min(config.build_jobs(), len(jobs))
+    if threads <= 1:
+        return [build_executable(lk, ok, mode, values) for lk, ok in jobs]
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(threads, thread_name_prefix="pysycl-build") as pool:
+        # Each job runs in a copy of the caller's context: a checked build
+        # (toolchain.checked_builds, a context variable) stays checked on every thread.
+        futures = [pool.submit(contextvars.copy_context().run, build_executable, lk, ok,
+                               mode, values) for lk, ok in jobs]
+        return [f.result() for f in futures]
