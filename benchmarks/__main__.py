@@ -6,11 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from . import suite
+from . import program_size, suite, user_forms
 from .harness import Report
 
-WORKLOADS = ("conv", "fir", "saxpy", "reduce", "histogram", "matmul", "restrict", "launch",
-             "build")
+WORKLOADS = ("conv", "fir", "saxpy", "forms", "reduce", "histogram", "matmul", "restrict",
+             "launch", "build", "program")
 
 
 def _opencl_peer_context():
@@ -52,7 +52,8 @@ def main(argv=None) -> int:
         print(f"== {dev.name} [{dev.backend}]", flush=True)
         steps = [("conv", lambda: suite.conv3x3(report, q, conv_n, ocl)),
                  ("fir", lambda: suite.fir(report, q, fir_n, opencl_ctx=ocl)),
-                 ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4))]
+                 ("saxpy", lambda: suite.saxpy(report, q, fir_n * 4)),
+                 ("forms", lambda: user_forms.run(report, q, quick=args.quick))]
         steps.append(("reduce", lambda: suite.reduce(report, q, quick=args.quick,
                                                      opencl_ctx=ocl)))
         for name in ("histogram", "matmul", "restrict", "build"):
@@ -60,6 +61,10 @@ def main(argv=None) -> int:
             if fn is not None:
                 steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))
         steps.append(("launch", lambda: suite.launch_overhead(report, q)))
+        if backend == "native_cpu":   # bundles of 10 / 40 / 160 kernels, fresh processes
+            sizes = (10, 40) if args.quick else (10, 40, 160)
+            steps.append(("program", lambda: [report.add(m) for m in program_size.measure(
+                q, sizes, runs=1 if args.quick else 2)]))
         for name, step in steps:
             if name not in only:
                 continue

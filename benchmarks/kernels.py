@@ -142,3 +142,51 @@ def histogram_local(nd: sycl.nd_item[1], x: sycl.global_ptr[np.int32],
     sycl.group_barrier(nd.get_group())
     for b in range(lid, nbins, wg):
         sycl.atomic_ref(bins, b).fetch_add(hist[b])
+
+
+# The same algorithms written the way users write them: pointers with flattened
+# ``row * w + col`` indexing, bounds from scalar arguments, ``continue``/``break``
+# guards and early returns (benchmarks/user_forms.py).
+@sycl.kernel
+def conv3x3_ptr_continue(it: sycl.item[2], inp: sycl.global_ptr[f32],
+                         coeff: sycl.global_ptr[f32], out: sycl.global_ptr[f32],
+                         h: np.int32, w: np.int32):
+    row = it.get_id(0)
+    col = it.get_id(1)
+    acc = f32(0)
+    for i in range(-1, 2):
+        r = row + i
+        if r < 0 or r >= h:
+            continue
+        for j in range(-1, 2):
+            c = col + j
+            if c < 0 or c >= w:
+                continue
+            acc += coeff[(i + 1) * 3 + (j + 1)] * inp[r * w + c]
+    out[row * w + col] = acc
+
+
+@sycl.kernel
+def fir_ptr_guarded(it: sycl.item[1], x: sycl.global_ptr[f32], taps: sycl.global_ptr[f32],
+                    y: sycl.global_ptr[f32], n: np.int32, ntaps: np.int32):
+    """FIR over an unpadded signal: taps past its end are skipped."""
+    i = it.get_id(0)
+    acc = f32(0)
+    for k in range(ntaps):
+        if i + k >= n:
+            break
+        acc += taps[k] * x[i + k]
+    y[i] = acc
+
+
+@sycl.kernel
+def stencil5_early_exit(it: sycl.item[2], a: sycl.global_ptr[f32], b: sycl.global_ptr[f32],
+                        h: np.int32, w: np.int32):
+    """A Jacobi step: the border is copied and the item returns early."""
+    r = it.get_id(0)
+    c = it.get_id(1)
+    if r == 0 or c == 0 or r >= h - 1 or c >= w - 1:
+        b[r * w + c] = a[r * w + c]
+        return
+    b[r * w + c] = f32(0.25) * (a[(r - 1) * w + c] + a[(r + 1) * w + c] +
+                                a[r * w + c - 1] + a[r * w + c + 1])

@@ -32,6 +32,47 @@ if numba is not None:
                 out[r, c] = acc
 
     @njit(parallel=True)
+    def conv3x3_flat_continue(inp, coeff, out):
+        """The convolution as Numba users also write it: flat coefficients, ``continue``
+        guards."""
+        rows, cols = inp.shape
+        for r in prange(rows):
+            for c in range(cols):
+                acc = np.float32(0)
+                for i in range(-1, 2):
+                    rr = r + i
+                    if rr < 0 or rr >= rows:
+                        continue
+                    for j in range(-1, 2):
+                        cc = c + j
+                        if cc < 0 or cc >= cols:
+                            continue
+                        acc += coeff[(i + 1) * 3 + j + 1] * inp[rr, cc]
+                out[r, c] = acc
+
+    @njit(parallel=True)
+    def fir_guarded(x, taps, y, ntaps):
+        n = x.shape[0]
+        for i in prange(n):
+            acc = np.float32(0)
+            for k in range(ntaps):
+                if i + k >= n:
+                    break
+                acc += taps[k] * x[i + k]
+            y[i] = acc
+
+    @njit(parallel=True)
+    def stencil5(a, b):
+        h, w = a.shape
+        for r in prange(h):
+            for c in range(w):
+                if r == 0 or c == 0 or r >= h - 1 or c >= w - 1:
+                    b[r, c] = a[r, c]
+                    continue
+                b[r, c] = np.float32(0.25) * (a[r - 1, c] + a[r + 1, c] + a[r, c - 1] +
+                                              a[r, c + 1])
+
+    @njit(parallel=True)
     def fir(x, taps, y, ntaps):
         n = y.shape[0]
         for i in prange(n):

@@ -181,6 +181,18 @@ def spirv_validate() -> str:
     return "auto" if raw in ("", "auto") else "on"
 
 
+def build_jobs() -> int:
+    """``PYSYCL_BUILD_JOBS``: how many kernels of a bundle compile at once (threads; LLVM
+    runs without the GIL). Default: the processors this process may run on."""
+    raw = os.environ.get("PYSYCL_BUILD_JOBS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):   # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def cuda_home() -> str | None:
     """Root of a CUDA toolkit (``CUDA_HOME``, else ``CUDA_PATH``), where libdevice may be."""
     return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or None

@@ -89,13 +89,13 @@ def scoped_inc(out: sycl.global_ptr[I32]):
 
 
 @sycl.kernel
-def scoped_multi_a():
-    scoped_multi.set(1)
+def scoped_multi_a(v: np.int32):
+    scoped_multi.set(v)
 
 
 @sycl.kernel
-def scoped_multi_b():
-    scoped_multi.set(2)
+def scoped_multi_b(out: sycl.global_ptr[I32]):
+    out[0] = scoped_multi.get()
 
 
 @sycl.kernel
@@ -263,12 +263,42 @@ def test_device_image_scope_copy_before_first_kernel(queue):
     assert _read(queue, scoped, I32, 1).tolist() == [42]
 
 
+def test_device_image_scope_kernels_of_a_module_share_one_copy(queue):
+    """DPC++'s per-source split: the kernels of one translation unit (a Python module)
+    that use a device_image_scope variable are in one image, so a value one kernel
+    writes is the value another reads, and the host copies reach the same copy."""
+    rng = np.random.default_rng()
+    v, w = (int(x) for x in rng.integers(1, 2 ** 30, 2))
+    out = sycl.malloc_shared(1, I32, queue)
+    _single(queue, scoped_multi_a, I32(v))
+    _single(queue, scoped_multi_b, out)
+    assert out[0] == v
+    assert _read(queue, scoped_multi, I32, 1).tolist() == [v]
+    queue.copy(np.array([w], I32), scoped_multi).wait()
+    _single(queue, scoped_multi_b, out)
+    assert out[0] == w
+    exe = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.executable,
+                                 kernel=scoped_multi_a)
+    (img,) = [i for i in exe if i.has_kernel(scoped_multi_a)]
+    assert img.has_kernel(scoped_multi_b) and not img.has_kernel(bump)
+    linked = sycl.link(sycl.compile(sycl.get_kernel_bundle(
+        queue.get_context(), sycl.bundle_state.input, kernel=scoped_multi_b)))
+    assert [i.has_kernel(scoped_multi_a) for i in linked if i.has_kernel(scoped_multi_b)] \
+        == [True]
+
+
 def test_device_image_scope_in_two_images_is_invalid(queue):
-    _single(queue, scoped_multi_a)
-    _single(queue, scoped_multi_b)
+    """The same kernels from a second bundle are a second image holding the variable
+    (as in DPC++): a host copy cannot tell which one is meant."""
+    _single(queue, scoped_multi_a, I32(1))
+    other = sycl.build(sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.input,
+                                              kernel=scoped_multi_a))
+    queue.submit(lambda cgh: (cgh.use_kernel_bundle(other),
+                              cgh.single_task(scoped_multi_a, I32(2)))).wait()
     with pytest.raises(sycl.exception) as e:
         queue.copy(np.array([1], I32), scoped_multi)
     assert e.value.code() == sycl.errc.invalid
+    assert "2 device images" in str(e.value)
 
 
 def test_host_access_is_enforced(queue):
@@ -323,3 +353,86 @@ def test_module_objects_registered_before_kernels_run(queue):
     ids = registered_unique_ids()
     for obj in (unused, step, write_only):
         assert obj.unique_id in ids
+
+
+# device_image_scope across Python modules and processes (subprocesses: the modules
+# below are this test's own program) ---------------------------------------------------
+SCOPE_OWNER = """
+    import numpy as np
+    import pysycl as sycl
+
+    shared = sycl.device_global(np.int32, sycl.properties(sycl.device_image_scope))
+
+    @sycl.kernel
+    def put(v: np.int32):
+        shared.set(v)
+
+    @sycl.kernel
+    def take(out: sycl.global_ptr[np.int32]):
+        out[0] = shared.get()
+"""
+
+SCOPE_OTHER = """
+    import numpy as np
+    import pysycl as sycl
+    from scope_owner import shared
+
+    @sycl.kernel
+    def take_too(out: sycl.global_ptr[np.int32]):
+        out[0] = shared.get()
+"""
+
+SCOPE_SCRIPT = """
+    import sys
+    import numpy as np
+    import pysycl as sycl
+    import scope_owner as a
+
+    backend, index, v = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    q = sycl.queue([d for d in sycl.device.get_devices() if d.backend.name == backend][index])
+    out = sycl.malloc_shared(1, np.int32, q)
+    q.single_task(a.put, np.int32(v)).wait()
+    q.single_task(a.take, out).wait()
+    back = np.zeros(1, np.int32)
+    q.copy(a.shared, back).wait()
+    print(int(out[0]), int(back[0]))
+    import scope_other as b
+    for attempt in ("submit", "link"):
+        try:
+            if attempt == "submit":
+                q.single_task(b.take_too, out).wait()
+            else:
+                ids = [sycl.get_kernel_id(k) for k in (a.take, b.take_too)]
+                sycl.link(sycl.compile(sycl.get_kernel_bundle(
+                    q.get_context(), sycl.bundle_state.input, kernel_ids=ids)))
+            print(attempt, "ran")
+        except sycl.exception as e:
+            print(attempt, e.code().name, e)
+"""
+
+
+def test_device_image_scope_across_modules_and_processes(tmp_path, device_param):
+    """Kernels of one module share the variable in a fresh process and in one that
+    starts warm from the disk cache; a kernel of another module using it is errc.build
+    with DPC++'s message, at submit and at link."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    for name, text in (("scope_owner.py", SCOPE_OWNER), ("scope_other.py", SCOPE_OTHER),
+                       ("scope_script.py", SCOPE_SCRIPT)):
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    env = dict(os.environ, PYSYCL_CACHE="1", PYSYCL_CACHE_DIR=str(tmp_path / "cache"))
+    rng = np.random.default_rng()
+    for _run in ("cold", "warm"):
+        v = int(rng.integers(1, 2 ** 30))
+        done = subprocess.run([sys.executable, "scope_script.py", device_param.backend,
+                               str(device_param.index), str(v)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0] == f"{v} {v}", (_run, done.stdout)
+        message = ('device_global variable scope_owner.shared with property '
+                   '"device_image_scope" is used in more than one device image')
+        for line, attempt in zip(lines[1:], ("submit", "link")):
+            assert line.startswith(f"{attempt} build ") and message in line, done.stdout

@@ -288,6 +288,13 @@ class Cache:
                 self._memory_put(key.hexdigest, value)
         return value
 
+    def contains(self, key: CacheKey) -> bool:
+        """Whether ``get(key)`` would likely find a value (in memory, or a file on disk);
+        a stat, no read: the file is checked when read."""
+        if self._memory_get(key.hexdigest) is not None:
+            return True
+        return self.enabled and os.path.isfile(self._path(key))
+
     def put(self, key: CacheKey, value: bytes) -> None:
         """Store ``value`` in memory and (atomically) on disk."""
         if not isinstance(value, (bytes, bytearray)):

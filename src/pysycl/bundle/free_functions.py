@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from ..errors import errc, exception
-from . import toolchain
+from . import toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible, prebuilt_image
 from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id, to_kernel_ids
@@ -127,6 +127,8 @@ def get_kernel_bundle(ctx, state, *, devices=None, kernel_ids=None, selector=Non
         raise exception(errc.invalid, "get_kernel_bundle takes kernel_ids or a selector, not both")
     kids = to_kernel_ids(kernel_ids) if kernel_ids is not None else None
     if kids:
+        # A bundle of many kernels reads their warm-start summaries in one go.
+        warm_index.prefetch_summaries([k.kernel for k in kids if k.kernel is not None])
         for k in kids:
             if not _kernel_compatible_any(k, devs):
                 raise exception(errc.invalid, f"kernel {k.get_name()} is incompatible with all "
@@ -235,7 +237,13 @@ def link(bundles, devices=None, properties=None) -> kernel_bundle:
     else:
         exe = _warm_link(images, devs, mode, values)
         if exe is None:
-            exe = build_for_devices(link_objects(images), devs, mode, values)
+            linked = link_objects(images)
+            exe = build_for_devices(linked, devs, mode, values)
+            group = linked[0].warm_group if linked else None
+            if group:
+                warm_index.record_groups(
+                    [k.kernel for img in images for k in img.get_kernel_ids()], group,
+                    [lk.name for lk in linked])
     exe = list(exe) + [img for img in prebuilt if img.get_devices()]
     return kernel_bundle(ctx, devs, bundle_state.executable, exe, values, objects)
 
@@ -256,6 +264,8 @@ def _warm_link(images: list[device_image], devs: list, mode: str, values) -> lis
             return holder[name]
         return get
 
+    names = [kid.get_name() for img in images for kid in img.get_kernel_ids()]
+    entries = warm_index.lookup_links(group, names) if len(names) > 1 else None
     out = []
     for group_devs in group_by_target(devs):
         for img in images:
@@ -264,7 +274,8 @@ def _warm_link(images: list[device_image], devs: list, mode: str, values) -> lis
                 ok = [d for d in group_devs if info is None or kernel_compatible(info, d)]
                 if not ok:
                     continue
-                exe = warm_executable(group, kid, ok, mode, values, linked_fn(kid.get_name()))
+                exe = warm_executable(group, kid, ok, mode, values, linked_fn(kid.get_name()),
+                                      entry=entries.get(kid.get_name()) if entries else None)
                 if exe is None:
                     return None
                 out.append(exe)

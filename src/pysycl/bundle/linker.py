@@ -3,8 +3,12 @@
 Link merges object images through ``passes.link`` (a duplicate kernel or exported
 symbol is an error naming it; an unresolved import is ``errc.build`` naming it), then
 assigns spec-constant numeric IDs over the whole linked module, then cuts one module
-per kernel (device code split per kernel). Each linked kernel becomes one executable
-image per code-generation target:
+per kernel (device code split per kernel), except that the kernels of one Python module
+that share ``device_image_scope`` device_globals stay in one module (an
+:class:`ImageGroup`: one executable image, so one copy of each such variable). A
+``device_image_scope`` variable used by kernels of two Python modules would be in two
+images: ``errc.build`` with DPC++'s message. Each linked kernel (or group) becomes one
+executable image per code-generation target:
 
     lower spec constants (mode) -> target IR passes (native_cpu: fission) -> codegen -> compiler
 
@@ -43,9 +47,29 @@ _executables = LRU(config.max_programs)
 _key_locks: dict[tuple, threading.Lock] = {}
 
 
+class ImageGroup(IdentityRecord):
+    """Kernels linked into one image because they share ``device_image_scope``
+    variables: their names, their module and its spec-constant IDs."""
+
+    _fields = ("names", "module", "spec_ids")
+    names: tuple[str, ...]
+    module: Module
+    spec_ids: SpecConstantIds
+
+    def __init__(self, names: tuple[str, ...], module: Module, spec_ids: SpecConstantIds):
+        self.names = names
+        self.module = module
+        self.spec_ids = spec_ids
+
+    @property
+    def kernel_ids(self) -> list[kernel_id]:
+        return [kernel_id_by_name(n) for n in self.names]
+
+
 class LinkedKernel(IdentityRecord):
-    """One kernel cut from a linked module, with the link's spec-constant IDs. (A record
-    compared by identity, with the ``repr`` of a dataclass: _records.py.)"""
+    """One kernel cut from a linked module, with the link's spec-constant IDs; ``group``:
+    the :class:`ImageGroup` whose image holds it, if any. (A record compared by
+    identity, with the ``repr`` of a dataclass: _records.py.)"""
 
     _fields = ("kid", "name", "module", "spec_ids", "_ir_text")
     kid: kernel_id
@@ -53,6 +77,7 @@ class LinkedKernel(IdentityRecord):
     module: Module
     spec_ids: SpecConstantIds
     _ir_text: str | None = None
+    group: ImageGroup | None = None
 
     def __init__(self, kid: kernel_id, name: str, module: Module, spec_ids: SpecConstantIds,
                  _ir_text: str | None = None):
@@ -99,14 +124,79 @@ def link_objects(objects: Iterable[device_image]) -> list[LinkedKernel]:
     # when every input has one (warm_index.py); ``None`` keeps it out of the index.
     fps = tuple(getattr(o, "_warm_fingerprint", None) for o in objects)
     group = fps if fps and all(fps) else None
+    groups = {name: g for g in _image_scope_groups(linked, ids) for name in g.names}
     out = []
     for fn in linked.kernels:
-        sub = toolchain.reachable_module(linked, [fn.name])
-        used = spec_constants_used(sub, [fn.name])
-        lk = LinkedKernel(kernel_id_by_name(fn.name), fn.name, sub, ids.restricted_to(used))
-        lk.warm_group = group
+        g = groups.get(fn.name)
+        if g is not None:
+            lk = LinkedKernel(kernel_id_by_name(fn.name), fn.name, g.module, g.spec_ids)
+            lk.group = g
+            lk.warm_group = None   # the warm-start index holds one kernel an image
+        else:
+            sub = toolchain.reachable_module(linked, [fn.name])
+            used = spec_constants_used(sub, [fn.name])
+            lk = LinkedKernel(kernel_id_by_name(fn.name), fn.name, sub, ids.restricted_to(used))
+            lk.warm_group = group
         out.append(lk)
     return out
+
+
+# device_image_scope variable -> the Python module whose kernels use it (per process: a
+# second module's kernels would hold it in a second image).
+_scope_owners: dict[str, str] = {}
+
+
+def _translation_unit(kernel_name: str) -> str:
+    kfn = kernel_id_by_name(kernel_name).kernel
+    module = getattr(kfn, "module_name", None)
+    return module if module else kernel_name.rpartition(".")[0]
+
+
+def _image_scope_groups(linked: Module, ids: SpecConstantIds) -> list[ImageGroup]:
+    """The kernels of ``linked`` that share ``device_image_scope`` variables, grouped
+    (one group per set of kernels connected by them); ``errc.build`` when a variable is
+    used by kernels of two Python modules (DPC++'s per-source split would put it in two
+    images)."""
+    scoped = {d.unique_id for d in linked.device_globals
+              if "sycl-device-image-scope" in d.properties}
+    if not scoped:
+        return []
+    uses = {}
+    for fn in linked.kernels:
+        sub = toolchain.reachable_module(linked, [fn.name])
+        mine = {d.unique_id for d in sub.device_globals} & scoped
+        if mine:
+            uses[fn.name] = mine
+    for uid in sorted(scoped):
+        units = sorted({_translation_unit(n) for n, used in uses.items() if uid in used})
+        if len(units) == 1:
+            with _lock:
+                units = sorted({_scope_owners.setdefault(uid, units[0]), units[0]})
+        if len(units) > 1:
+            raise exception(errc.build, f'device_global variable {uid} with property '
+                            '"device_image_scope" is used in more than one device image '
+                            f"(by kernels of Python modules {', '.join(units)}); keep the "
+                            "kernels that use it in one module")
+    groups, left = [], dict(uses)
+    while left:
+        name, used = next(iter(left.items()))
+        members, shared = {name}, set(used)
+        grew = True
+        while grew:
+            grew = False
+            for n, u in left.items():
+                if n not in members and u & shared:
+                    members.add(n)
+                    shared |= u
+                    grew = True
+        for n in members:
+            del left[n]
+        if len(members) > 1:
+            names = tuple(f.name for f in linked.kernels if f.name in members)
+            sub = toolchain.reachable_module(linked, list(names))
+            groups.append(ImageGroup(names, sub,
+                                     ids.restricted_to(spec_constants_used(sub, list(names)))))
+    return groups
 
 
 def default_linked_kernel(kid: kernel_id) -> LinkedKernel:
@@ -123,14 +213,37 @@ def default_linked_kernel(kid: kernel_id) -> LinkedKernel:
         if hit is not None and hit[0] is kfn:
             return hit[1]
         inp = input_image(kid)
-        objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
-        linked = [lk for lk in link_objects(objects) if lk.name == kid.get_name()]
-        if not linked:
-            linked = link_objects(objects)[:1]
-        lk = linked[0]
+        lk = _shared_link(inp, kid) if len(inp.get_kernel_ids()) > 1 else None
+        if lk is None:
+            objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
+            linked = [lk for lk in link_objects(objects) if lk.name == kid.get_name()]
+            if not linked:
+                linked = link_objects(objects)[:1]
+            lk = linked[0]
         lk.kid = kid
         _default_links[id(kfn)] = (kfn, lk)
         return lk
+
+
+# id(input image of several kernels) -> (image, {kernel name: LinkedKernel}): the default
+# lookup links such an image once, so its kernels share one ImageGroup, one executable
+# image and one program.
+_shared_links: dict[int, tuple[device_image, dict[str, LinkedKernel]]] = {}
+
+
+def _shared_link(inp: device_image, kid: kernel_id) -> LinkedKernel | None:
+    hit = _shared_links.get(id(inp))
+    if hit is None or hit[0] is not inp:
+        with _lock:
+            lock = _key_locks.setdefault(("shared link", id(inp)), threading.Lock())
+        with lock:
+            hit = _shared_links.get(id(inp))
+            if hit is None or hit[0] is not inp:
+                objects = [object_image(inp)] + [object_image(lib)
+                                                 for lib in libraries_for([inp])]
+                hit = (inp, {lk.name: lk for lk in link_objects(objects)})
+                _shared_links[id(inp)] = hit
+    return hit[1].get(kid.get_name())
 
 
 def resolve_lowering(requested: str, target) -> str:
@@ -209,24 +322,48 @@ def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> Cache
 
 
 class _WarmExecutable(device_image):
-    """An executable image made from the warm-start index: binary, property sets,
-    spec-constant layout and kernel metadata, no IR until something asks for it
-    (``module`` or ``_linked`` then link it through the normal path)."""
+    """An executable image made from the warm-start index: property sets, spec-constant
+    layout and kernel metadata; the binary is read from the build cache when first
+    needed (a bundle of many kernels starts without reading them all), and there is no
+    IR until something asks for it (``module`` or ``_linked`` then link it through the
+    normal path, which also rebuilds a binary gone from the cache)."""
 
     _linked_fn = None
+    _binary_key = None
+    _rebuild = None
+    _binary_lock = threading.Lock()    # replaced per image by warm_executable
 
     @property
     def _linked(self):
         return self._linked_fn()
 
+    @property
+    def _binary(self):
+        value = self.__dict__.get("_read_binary")
+        if value is None and self._binary_key is not None:
+            with self._binary_lock:
+                value = self.__dict__.get("_read_binary")
+                if value is None:
+                    stats.bump("warm_binary_reads")
+                    value = default_cache().get(self._binary_key) or self._rebuild()
+                    self.__dict__["_read_binary"] = value
+        return value
+
+    @_binary.setter
+    def _binary(self, value):
+        self.__dict__["_read_binary"] = value
+
 
 def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
-                    values: Mapping[str, bytes] | None, linked_fn) -> device_image | None:
+                    values: Mapping[str, bytes] | None, linked_fn,
+                    entry: dict | None = None) -> device_image | None:
     """The executable image of kernel ``kid`` of the link of the images fingerprinted
     ``group``, from the warm-start index and the build cache, or ``None`` (then the
     caller takes the full path, which updates the index). ``linked_fn()`` gives the
-    ``LinkedKernel`` the normal path would (only called if the IR is asked for)."""
-    entry = warm_index.lookup_link(group, kid.get_name())
+    ``LinkedKernel`` the normal path would (only called if the IR is asked for);
+    ``entry``: the kernel's link entry when the caller read it already."""
+    if entry is None:
+        entry = warm_index.lookup_link(group, kid.get_name())
     if entry is None:
         stats.bump("warm_index_misses")
         return None
@@ -242,8 +379,7 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
         return img
     key = CacheKey.from_part_digests(_key_digests(entry["ir"], entry["spec_ids_digest"],
                                                   target, mode, value_bytes))
-    binary = default_cache().get(key)
-    if binary is None:   # e.g. new literal values, another CPU: the full path builds it
+    if not default_cache().contains(key):   # e.g. new literal values, another CPU
         stats.bump("warm_index_misses")
         return None
     stats.bump("warm_index_hits")
@@ -256,11 +392,14 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
 
     img = _WarmExecutable(
         bundle_state.executable, None, [kid], target=target.name,
-        format=target.binary_format, devices=devices, binary=binary,
+        format=target.binary_format, devices=devices, binary=None,
         registry=entry["_registry"], spec_ids=spec_ids, lowering=mode, target_obj=target,
         spec_values=value_bytes, kernel_infos=[entry["_kernel"]],
         materialize=lambda: linked().module)
     img._linked_fn = linked
+    img._binary_key = key
+    img._binary_lock = threading.Lock()
+    img._rebuild = lambda: build_executable(linked(), devices, mode, values).binary
     with _lock:
         found = _executables.get(memo)
         if found is not None:
@@ -278,9 +417,13 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
     """
     target = toolchain.device_target(devices[0])
     value_bytes = lk.spec_ids.buffer(values) if lk.spec_ids.ids else b""
-    mode = _lowering_for_values(mode, lk.name, target, value_bytes)
+    # A group's kernels are one image: built once for all of them.
+    owner = lk.group if lk.group is not None else lk
+    names = list(lk.group.names) if lk.group is not None else [lk.name]
+    mode = _lowering_for_values(mode, names[0], target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
-    memo = (id(lk), target.name, mode, value_bytes, tuple(devices), toolchain.build_checks())
+    memo = (id(owner), target.name, mode, value_bytes, tuple(devices),
+            toolchain.build_checks())
     img = _executables.get(memo)
     if img is not None:
         return img
@@ -302,20 +445,21 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
                 module = toolchain.kernel_passes(module, target)
                 llvm = toolchain.codegen(module, target)
                 llvm_text.append(llvm)
-                return toolchain.target_compile(target, llvm, [lk.name])
+                return toolchain.target_compile(target, llvm, names)
             except exception:
                 raise
             except Exception as e:
-                raise exception(errc.build, f"building kernel {lk.name} for {target.name} "
-                                            f"failed: {type(e).__name__}: {e}") from e
+                raise exception(errc.build, f"building kernel {', '.join(names)} for "
+                                f"{target.name} failed: {type(e).__name__}: {e}") from e
 
         key = _cache_key(lk, target, mode, value_bytes)
-        with trace.span(f"build {lk.name} for {target.name}", "build", lowering=mode):
-            binary = default_cache().get_or_build(key, compile_binary,
-                                                  label=f"kernel {lk.name} for {target.name}")
+        with trace.span(f"build {', '.join(names)} for {target.name}", "build", lowering=mode):
+            binary = default_cache().get_or_build(
+                key, compile_binary, label=f"kernel {', '.join(names)} for {target.name}")
         warm_index.record_link(lk, key)
+        kids = lk.group.kernel_ids if lk.group is not None else [lk.kid]
         img = device_image(
-            bundle_state.executable, lk.module, [lk.kid], target=target.name,
+            bundle_state.executable, lk.module, kids, target=target.name,
             format=target.binary_format, devices=devices, binary=binary,
             registry=image_property_sets(lk.module, lk.spec_ids), spec_ids=lk.spec_ids,
             lowering=mode, llvm=llvm_text[0] if llvm_text else None, target_obj=target,
@@ -337,13 +481,28 @@ def group_by_target(devices: Iterable) -> list[list]:
 
 def build_for_devices(linked: list[LinkedKernel], devices: list, mode: str,
                       values: Mapping[str, bytes] | None) -> list[device_image]:
-    """Executable images for every linked kernel on every device target."""
-    images = []
+    """Executable images for every linked kernel on every device target, in that order.
+
+    Kernels build on ``config.build_jobs()`` threads at once: LLVM (parse, optimise,
+    emit: two thirds of a native kernel's build) runs without the GIL, each thread with
+    a TargetMachine and LLVM contexts of its own, while another thread runs the Python
+    passes and code generation of the next kernel."""
+    from .device_image import kernel_compatible
+    jobs = []
     for group in group_by_target(devices):
         for lk in linked:
             fn = lk.module.function(lk.name)
-            from .device_image import kernel_compatible
             ok = [d for d in group if kernel_compatible(fn, d)]
             if ok:
-                images.append(build_executable(lk, ok, mode, values))
-    return images
+                jobs.append((lk, ok))
+    threads = min(config.build_jobs(), len(jobs))
+    if threads <= 1:
+        return [build_executable(lk, ok, mode, values) for lk, ok in jobs]
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(threads, thread_name_prefix="pysycl-build") as pool:
+        # Each job runs in a copy of the caller's context: a checked build
+        # (toolchain.checked_builds, a context variable) stays checked on every thread.
+        futures = [pool.submit(contextvars.copy_context().run, build_executable, lk, ok,
+                               mode, values) for lk, ok in jobs]
+        return [f.result() for f in futures]

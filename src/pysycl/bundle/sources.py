@@ -1,9 +1,12 @@
 """Python source -> input images, and the per-process image caches of the state chain.
 
-Device code is split per kernel (CompilerAndRuntimeDesign.md "per_kernel"): a kernel's
-input image is ``KernelFunction.ir_module()`` (the kernel, the device functions it
-calls, imports as declarations); a Python module that defines ``@sycl.external``
-functions gets one library image. Input and object images depend only on source, so
+Device code is split per kernel: a kernel's input image is ``KernelFunction.ir_module()``
+(the kernel, the device functions it calls, imports as declarations), except that the
+kernels of one Python module that use a ``device_image_scope`` device_global (directly
+or through another such kernel's variables) share one image, as DPC++'s per-source
+split gives them: the variable has one copy per image, and those kernels must see the
+same one. A Python module that defines ``@sycl.external`` functions gets one library
+image. Input and object images depend only on source, so
 they are made once per process and shared by every bundle (the bundle carries the
 spec-constant values): ``input_image`` and ``object_image`` are memoised and
 thread-safe (a second caller waits for the first).
@@ -31,6 +34,7 @@ _lock = threading.RLock()
 _inputs: dict[int, tuple[object, device_image]] = {}      # id(kernel fn) -> (fn, image)
 _libraries: dict[str, tuple[tuple, device_image]] = {}    # module -> (externals, image)
 _objects: dict[int, device_image] = {}                     # id(input image) -> object image
+_scope_groups: dict[tuple, tuple[tuple, device_image]] = {}  # member fn ids -> (fns, image)
 _key_locks: dict[object, threading.Lock] = {}
 _warned: set[str] = set()                                  # what was left out, once each
 
@@ -49,7 +53,68 @@ def _frontend_registry():
 
 
 def input_image(kid: kernel_id) -> device_image:
-    """The input image of one kernel (frontend IR), made once per kernel definition."""
+    """The input image holding one kernel (frontend IR), made once per kernel definition:
+    its own, or the one it shares with the kernels of its module that use the same
+    ``device_image_scope`` variables."""
+    own = _kernel_input_image(kid)
+    if not image_scope_ids(own):
+        return own
+    return _image_scope_group(kid, own)
+
+
+def image_scope_ids(img: device_image) -> set[str]:
+    """The ``device_image_scope`` device_globals an image uses."""
+    from .device_globals import image_device_globals
+    return {uid for uid, _size, scoped, _init in image_device_globals(img) if scoped}
+
+
+def _image_scope_group(kid: kernel_id, own: device_image) -> device_image:
+    """The image of the kernels of ``kid``'s module linked to it by the
+    ``device_image_scope`` variables they use (a kernel that does not compile is left
+    out: its error comes where it is used)."""
+    module = kernel_function_module(kid.kernel)
+    ordered = [get_kernel_id(kfn) for kfn in registered_kernels(module)]
+    uses: dict[kernel_id, set[str]] = {kid: image_scope_ids(own)}
+    for k in ordered:
+        if k not in uses:
+            try:
+                ids = image_scope_ids(_kernel_input_image(k))
+            except exception:
+                continue
+            if ids:
+                uses[k] = ids
+    group, ids = {kid}, set(uses[kid])
+    grew = True
+    while grew:   # kernels sharing a variable with the group join it, to a fixed point
+        grew = False
+        for k, used in uses.items():
+            if k not in group and used & ids:
+                group.add(k)
+                ids |= used
+                grew = True
+    members = [k for k in ordered if k in group] or [kid]
+    if len(members) == 1:
+        return own
+    fns = tuple(k.kernel for k in members)
+    key = tuple(id(f) for f in fns)
+    hit = _scope_groups.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], fns)):
+        return hit[1]
+    with _key_lock(("scope group",) + key):
+        hit = _scope_groups.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], fns)):
+            return hit[1]
+        ir = toolchain.link_modules([_kernel_input_image(k).module for k in members],
+                                    f"{module}[device_image_scope]")
+        ir.attrs["python_module"] = module
+        img = device_image(bundle_state.input, ir, members, translation_unit=module)
+        img._warm_fingerprint = None   # the warm-start index holds one kernel an image
+        _scope_groups[key] = (fns, img)
+        return img
+
+
+def _kernel_input_image(kid: kernel_id) -> device_image:
+    """The input image of one kernel alone."""
     kfn = kid.kernel
     if kfn is None:
         raise exception(errc.kernel_not_supported,

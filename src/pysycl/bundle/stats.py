@@ -13,7 +13,9 @@ compiler runs (LLVM -> object/SPIR-V/PTX); ``frontend_count``: input images made
 Python source; ``compile_count``/``link_count``: object images made, link operations;
 ``load_count``: programs loaded through a driver; ``launcher_builds``: launchers made by
 ``get_launcher`` (cache misses); ``warm_index_hits``/``warm_index_misses``: executable
-images found (or not) through the warm-start source index (``warm_index.py``).
+images found (or not) through the warm-start source index (``warm_index.py``);
+``warm_index_reads``: index entries read; ``warm_binary_reads``: binaries of such images
+read from the build cache (on first use, not when the bundle is made).
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ load_count = 0
 launcher_builds = 0
 warm_index_hits = 0
 warm_index_misses = 0
+warm_index_reads = 0
+warm_binary_reads = 0
 
 _lock = threading.Lock()
 
@@ -44,4 +48,5 @@ def snapshot() -> dict[str, int]:
         return {k: globals()[k] for k in ("codegen_count", "target_compile_count",
                                           "frontend_count", "compile_count", "link_count",
                                           "load_count", "launcher_builds",
-                                          "warm_index_hits", "warm_index_misses")}
+                                          "warm_index_hits", "warm_index_misses",
+                                          "warm_index_reads", "warm_binary_reads")}

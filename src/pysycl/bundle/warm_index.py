@@ -322,7 +322,9 @@ def link_key(group: tuple[str, ...], kernel_name: str):
 
 
 def _read(key, what: str) -> dict | None:
+    from . import stats
     from .cache import index_cache
+    stats.bump("warm_index_reads")
     raw = index_cache().get(key)
     if raw is None:
         return None
@@ -361,7 +363,7 @@ def registry_from_json(data: dict):
     from .property_sets import PropertySetRegistry
     sets = {name: {k: (bytes.fromhex(v[1]) if v[0] == "b" else int(v[1])) for k, v in props.items()}
             for name, props in data.items()}
-    return PropertySetRegistry(sets)
+    return PropertySetRegistry.from_checked(sets)
 
 
 class KernelInfo:
@@ -425,7 +427,58 @@ def record_summary(kfn, input_img, object_img) -> None:
     except Exception as e:  # noqa: BLE001
         log.debug("no warm-start summary for %s: %s", kfn.name, e)
         return
-    _write(summary_key(fp), entry)
+    if _write(summary_key(fp), entry):
+        _made[("summary", fp)] = dict(entry, format=INDEX_FORMAT)
+
+
+# Summaries read ahead for a whole bundle (``prefetch_summaries``): fingerprint -> entry.
+_prefetched: dict[str, dict] = {}
+# Entries this process wrote: ("summary", fp) / ("link", group, kernel name) -> entry,
+# so that a bundle's first build can also write its bundle-wide entries (record_groups).
+_made: dict[tuple, dict] = {}
+
+
+def group_key(kind: str, fps: tuple[str, ...]):
+    """The key of one entry holding the ``kind`` entries of a group of kernels (a
+    bundle's: one read instead of one per kernel)."""
+    from .cache import CacheKey
+    return CacheKey({"index": f"pysycl-warm-index/{kind}-group/{INDEX_FORMAT}",
+                     "group": ",".join(fps), **_common_parts()})
+
+
+def prefetch_summaries(kfns) -> None:
+    """Read the summaries of ``kfns`` (the kernels of one bundle request) in one entry;
+    when that entry is missing but every kernel has its own, write it for next time."""
+    if not enabled():
+        return
+    fps = tuple(sorted({fp for fp in (fingerprint(k) for k in kfns) if fp is not None}))
+    if len(fps) < 2 or all(fp in _prefetched for fp in fps):
+        return
+    key = group_key("summary", fps)
+    group = _read(key, f"summaries of {len(fps)} kernels")
+    entries = group.get("entries") if group is not None else None
+    if not isinstance(entries, dict) or set(entries) != set(fps):
+        entries = {fp: _read(summary_key(fp), "summary") for fp in fps}
+        if any(e is None for e in entries.values()):
+            return
+        _write(key, {"entries": entries})
+    _prefetched.update(entries)
+
+
+def record_groups(kfns, group: tuple[str, ...], kernel_names: list[str]) -> None:
+    """After a bundle's full build: its bundle-wide summary and link entries, from the
+    per-kernel ones this process just wrote, so its next start reads one of each."""
+    if not enabled() or len(kernel_names) < 2:
+        return
+    fps = tuple(sorted({fp for fp in (fingerprint(k) for k in kfns if k is not None)
+                        if fp is not None}))
+    summaries = {fp: _made.get(("summary", fp)) for fp in fps}
+    if len(fps) > 1 and all(summaries.values()):
+        _write(group_key("summary", fps), {"entries": summaries})
+    links = {name: _made.get(("link", tuple(group), name)) for name in kernel_names}
+    if all(links.values()):
+        _write(group_key("link", tuple(group) + tuple(sorted(kernel_names))),
+               {"entries": links})
 
 
 def lookup_summary(kfn) -> tuple[str, dict] | None:
@@ -434,7 +487,11 @@ def lookup_summary(kfn) -> tuple[str, dict] | None:
     fp = fingerprint(kfn)
     if fp is None:
         return None
-    entry = _read(summary_key(fp), f"summary of {kfn.name}")
+    entry = _prefetched.pop(fp, None)
+    if entry is not None:
+        entry = dict(entry)
+    else:
+        entry = _read(summary_key(fp), f"summary of {kfn.name}")
     if entry is None:
         return None
     try:
@@ -476,6 +533,7 @@ def record_link(lk, ir_key) -> None:
         return
     if _write(key, entry):
         lk._warm_link_written = written
+        _made[("link", tuple(group), lk.name)] = dict(entry, format=INDEX_FORMAT)
 
 
 def _index_path(key):
@@ -483,10 +541,34 @@ def _index_path(key):
     return index_cache()._path(key)
 
 
+def lookup_links(group: tuple[str, ...], kernel_names: list[str]) -> dict[str, dict] | None:
+    """The link entries of every kernel in ``kernel_names`` (a bundle's) from one read,
+    or ``None``; when that entry is missing but every kernel has its own, it is
+    written for next time."""
+    key = group_key("link", tuple(group) + tuple(sorted(kernel_names)))
+    found = _read(key, f"links of {len(kernel_names)} kernels")
+    entries = found.get("entries") if found is not None else None
+    if not isinstance(entries, dict) or set(entries) != set(kernel_names):
+        entries = {name: _read(link_key(group, name), f"link of {name}")
+                   for name in kernel_names}
+        if any(e is None for e in entries.values()):
+            return None
+        _write(key, {"entries": entries})
+    out = {}
+    for name in kernel_names:
+        entry = _decode_link(dict(entries[name]), name)
+        if entry is None:
+            return None
+        out[name] = entry
+    return out
+
+
 def lookup_link(group: tuple[str, ...], kernel_name: str) -> dict | None:
     entry = _read(link_key(group, kernel_name), f"link of {kernel_name}")
-    if entry is None:
-        return None
+    return None if entry is None else _decode_link(entry, kernel_name)
+
+
+def _decode_link(entry: dict, kernel_name: str) -> dict | None:
     try:
         entry["_kernel"] = KernelInfo.from_json(entry["kernel"])
         entry["_spec_ids"] = spec_ids_from_json(entry["spec_ids"])

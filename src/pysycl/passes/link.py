@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pysycl.errors import errc, exception
 from pysycl.ir.clone import clone_function
+from pysycl.ir.compare import function_difference
 from pysycl.ir.core import DeviceGlobalDecl, Function, Module, SpecConstantDecl
 
 _EXPORTED = ("kernel", "external")
@@ -64,6 +65,15 @@ def _add_function(out: Module, origin: dict[str, str], mod: str, f: Function) ->
             out.functions[out.functions.index(have)] = clone_function(f)
             origin[f.name] = mod
         return
+    if f.kind == have.kind == "device":
+        # Device functions are not exported: each kernel's image holds a copy of those
+        # it calls, so two images of one Python module bring the same one.
+        why = function_difference(have, f)
+        if why is None:
+            return
+        raise exception(errc.build, f"device function {f.name!r} differs between module "
+                        f"{origin[f.name]!r} and module {mod!r} ({why}): was it redefined "
+                        "after one of them was compiled?")
     what = "kernel" if "kernel" in (f.kind, have.kind) else "symbol"
     raise exception(errc.build, f"{what} {f.name!r} is defined in both module "
                     f"{origin[f.name]!r} and module {mod!r}")

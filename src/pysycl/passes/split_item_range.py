@@ -22,8 +22,9 @@ What this pass proves: a comparison ``a < b`` (``<=``, ``>``, ``>=``) of i64 val
 ``s`` in {-1, 0, 1} and ``u`` the same for every item of a row (built by ``+``, ``-``,
 unary ``-``, ``*`` by a constant, ``min``/``max`` from constants, kernel arguments,
 ranges, offsets, ids of the other dimensions, accessor ranges, spec constants, and
-locals holding such values), holds for *every* possible ``u`` exactly on an interval of
-``x``. Normalised to ``s * x + u < c`` (``c`` is 0 or 1; ``>``/``>=`` negate both sides)
+locals holding such values, and narrower integers widened to i64), holds for *every*
+possible ``u`` exactly on an interval of ``x``; ``a != b`` holds outside an interval,
+and the interior keeps the larger side of it (chosen per row). Normalised to ``s * x + u < c`` (``c`` is 0 or 1; ``>``/``>=`` negate both sides)
 it holds for all ``u`` when ``x < c - max u`` (``s = 1``), ``x > max u - c``
 (``s = -1``), or everywhere or nowhere (``max u < c``, ``s = 0``). Locals are followed
 when they have one store that dominates the read (``c = it.get_id(1) + j``); a loop
@@ -36,10 +37,17 @@ The rewrite, for a kernel with at least one such comparison on ``x`` (``s != 0``
     <ops computing lo and hi once per row>          # pure, from uniform values only
     wg.items(lo, hi) { <the kernel body> }          # attr wi_rows on the kernel
 
-with ``interior = true`` on every proven comparison. The native backend (``lowering.py``)
+with ``interior = true`` or ``interior = false`` on every proven comparison. Which value
+a comparison should have on the interior is read from how the kernel uses it
+(``wanted_values``): the condition of an ``if`` that does the work should be true
+(``if c >= 0 and c < w: acc += ...``), that of an early exit false (``if c < 0 or c >=
+w: continue``, ``if r == 0 or ...: return``, ``if i + k >= n: break``), through
+``not``, ``and``/``or`` chains and the bool locals the frontend makes of them; the
+comparison is then proven in that sense (``a < b`` false is ``a >= b`` true). The native
+backend (``lowering.py``)
 calls such a *row kernel* once per row of a work-group and runs the row as two loops: one
 over the items of ``[lo, hi)`` (clamped to the row) with every ``interior`` comparison
-lowered as the constant true, so the guarded code is unconditional and a uniform load is
+lowered as its constant, so the guarded code is unconditional and a uniform load is
 one scalar load the vectoriser broadcasts; and one over the rest of the row, with the
 kernel as written. Items of a kernel without barriers may run in any order (SYCL 2020
 3.8.1), so splitting the row is invisible; rows where a uniform (``s = 0``) comparison
@@ -58,10 +66,12 @@ reach the expressions they copy, so they read nothing that could change or fault
 memory (another item may write it), no calls, no element at a dynamic index, no float
 to integer cast (poison when out of range).
 
+An early ``return`` in the body ends the work-item, not the row: the native backend
+lowers a ``return`` inside a loop over work-items as a jump to the next item.
+
 Not taken: kernels with barriers or group operations (work-group fission owns those),
-strip kernels (``strip_uniform_loops``), kernels whose number of dimensions is unknown,
-and kernels with a ``return`` other than their last statement (a ``return`` inside the
-row loop would end the row).
+strip kernels (``strip_uniform_loops``), and kernels whose number of dimensions is
+unknown.
 
 >>> from pysycl.ir.core import Module
 >>> split_item_range(Module("m")).functions
@@ -95,6 +105,9 @@ _X_PLUS_UNIFORM = frozenset({"wi.global_id", "wi.global_linear_id", "wi.local_li
 # to integer cast (poison out of range; _float_to_int).
 _POINT_OPS = (PURE - {"spec.get", "array.get", "vec.get"}) | {"spec.load", "spec.native"}
 _KERNEL_REJECT = frozenset({"barrier", "wg.items"})
+_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+# Statements that end a branch early: the branch is the rare path of its condition.
+_EXITS = frozenset({"continue", "break", "return"})
 
 
 def split_item_range(m: Module, options=None) -> Module:
@@ -125,19 +138,76 @@ def split_kernel(f: Function) -> bool:
     ops = f.body.ops
     tail = [ops[-1]] if ops and ops[-1].name == "return" and not ops[-1].operands else []
     body = ops[:len(ops) - len(tail)]
-    if any(op.name == "return" for top in body for op in top.walk()):
-        return False
     s = _Splitter(f, d)
     proven = s.collect()
-    if not any(sign for _, sign in proven):
+    if not any(sign for _, sign, _ in proven):
         return False
     lo, hi = s.interval()
-    for op, _ in proven:
-        op.attrs["interior"] = True
+    for op, _, value in proven:
+        op.attrs["interior"] = value
     items = Op("wg.items", [lo, hi], regions=[Region(body)], loc=f.loc)
     f.body.ops = s.live_pre([lo, hi]) + [items] + tail
     f.attrs["wi_rows"] = True
     return True
+
+
+def wanted_values(f: Function) -> dict[Op, bool]:
+    """The value each comparison of ``f`` should have on a row's interior, read from how
+    the kernel uses it (a wish: the interval is what makes it hold). The condition of an
+    ``if`` whose then-branch ends in ``continue``, ``break`` or ``return`` (an early exit,
+    the rare path) should be false, that of any other ``if`` true, and so should the
+    condition of a checked build's ``check`` and of an ``assert``; ``not`` passes the
+    opposite wish on, ``and`` wished true and ``or`` wished false pass it to both sides,
+    and a bool local passes it to every value stored in it (the frontend's ``a or b``,
+    ``a and b`` are such locals). A comparison wished both ways, or none, is left out.
+
+    >>> wanted_values(Function("k", "kernel", [], body=Region()))
+    {}
+    """
+    stores: dict[str, list[Value]] = {}
+    addressed: set[str] = set()
+    work: list[tuple[Value, bool]] = []
+    for op, skipped in _ops_and_what_follows(f.body):
+        if op.name == "var.store":
+            stores.setdefault(op.attrs["name"], []).append(op.operands[0])
+        elif op.name == "var.addr":
+            addressed.add(op.attrs["name"])
+        elif op.name in ("check", "assert"):    # a checked build's checks pass
+            work.append((op.operands[0], True))
+        elif op.name == "if":
+            # An exit that skips nothing (the region ends after the if) is no exit.
+            exits = [skipped and bool(r.ops) and r.ops[-1].name in _EXITS
+                     for r in op.regions]
+            if not all(exits) or len(exits) == 1:
+                work.append((op.operands[0], not exits[0]))
+    seen: set[tuple[Value, bool]] = set()
+    wishes: dict[Op, set[bool]] = {}
+    while work:
+        v, want = work.pop()
+        if (v, want) in seen or v.type != BOOL:
+            continue
+        seen.add((v, want))
+        op = v.owner
+        if op is None:
+            continue
+        if op.name == "cmp" and op.attrs.get("pred") in _NEGATED:
+            wishes.setdefault(op, set()).add(want)
+        elif op.name == "not":
+            work.append((op.operands[0], not want))
+        elif (op.name, want) in (("and", True), ("or", False)):
+            work.extend((x, want) for x in op.operands)
+        elif op.name == "var.load" and op.attrs["name"] not in addressed:
+            work.extend((x, want) for x in stores.get(op.attrs["name"], ()))
+    return {op: next(iter(wishes[op])) for op in f.walk()
+            if len(wishes.get(op, ())) == 1}
+
+
+def _ops_and_what_follows(r: Region):
+    """Every op under ``r`` with whether other statements follow it in its region."""
+    for i, op in enumerate(r.ops):
+        yield op, any(o.name not in ("var", "return") for o in r.ops[i + 1:])
+        for sub in op.regions:
+            yield from _ops_and_what_follows(sub)
 
 
 def _const_value(v: Value) -> int | None:
@@ -148,6 +218,17 @@ def _bound(v: Value) -> int:
     """A bound on ``|v|`` for a value of the bounds ops (LIMIT once checked)."""
     c = _const_value(v)
     return LIMIT if c is None else abs(c)
+
+
+def _order_kept(t) -> bool:
+    """An integer type whose values keep their order when cast to i64."""
+    return t == I64 or (isinstance(t, ScalarType) and t.is_int and t.bits < 64)
+
+
+def _widening(op: Op) -> bool:
+    """A cast to i64 from an integer type it holds every value of, in order."""
+    return op.name == "cast" and op.result.type == I64 and \
+        _order_kept(op.operands[0].type) and op.operands[0].type != I64
 
 
 def _float_to_int(op: Op) -> bool:
@@ -182,6 +263,7 @@ class _Splitter:
         self.los: list[Value] = []
         self.his: list[Value] = []
         self.oks: list[Value] = []
+        self.excluded: list[tuple[Value, Value]] = []   # [e, f]: x must avoid it
         self.checks: set[Value] = set()
 
     def _index(self, r: Region, parent: Op | None) -> None:
@@ -274,6 +356,14 @@ class _Splitter:
             start = self.emit("wi.local_id", dim=self.d)
             base = self.emit("sub", here, start)
             return _Affine(1, base, base, 2 * LIMIT, self.range_checks(base))
+        if name == "cast" and _widening(op):
+            # A narrower loop variable widened (``for k in range(ntaps)`` with an int32
+            # ``ntaps``): it still takes the values of its range, and the cast keeps them.
+            src = op.operands[0].owner
+            loop = self._loop_range(src) if src is not None and src.name == "var.load" \
+                else None
+            if loop is not None:
+                return loop
         if name == "var.load":
             loop = self._loop_range(op)
             if loop is not None:
@@ -344,11 +434,12 @@ class _Splitter:
             return None
         lo_v, hi_v, step_v = loop.operands
         step = const_int(step_v)
-        if not step or lo_v.type != I64 or hi_v.type != I64:
+        if not step or not (_order_kept(lo_v.type) and _order_kept(hi_v.type)):
             return None
         lo, hi = self.point(lo_v), self.point(hi_v)
         if lo is None or hi is None:
             return None
+        lo, hi = (x if x.type == I64 else self.emit("cast", x) for x in (lo, hi))
         lo_checks, hi_checks = self.range_checks(lo), self.range_checks(hi)
         if lo_checks is None or hi_checks is None:
             return None
@@ -377,36 +468,57 @@ class _Splitter:
         return None
 
     # The comparisons and the interval -----------------------------------------------------
-    def collect(self) -> list[tuple[Op, int]]:
-        """The comparisons proven on an interval of x, with the sign of x in them."""
+    def collect(self) -> list[tuple[Op, int, bool]]:
+        """The comparisons proven to take their wanted value (``wanted_values``) on an
+        interval of x: (op, sign of x in it, the value)."""
         proven = []
-        for op in self.f.walk():
-            if op.name != "cmp" or op.attrs.get("pred") not in _PREDS:
-                continue
+        for op, value in wanted_values(self.f).items():
+            pred = op.attrs["pred"] if value else _NEGATED[op.attrs["pred"]]
+            if pred == "eq":
+                continue     # true for one item of a row at most
             a, b = (self.affine(x) for x in op.operands)
             if a is None or b is None:
                 continue
             s = a.s - b.s
             if abs(s) > 1 or a.mag + b.mag > MAX_MAG:
                 continue
-            pred = op.attrs["pred"]
-            # a - b = s*x + u, u in [a.lo - b.hi, a.hi - b.lo]. Normalised to
-            # s'*x + u' < c for every u' (so for u' = max u'), c in {0, 1}.
-            if pred in ("lt", "le"):
-                m = self.emit("sub", a.hi, b.lo)
+            if pred == "ne":
+                self._exclude(s, self.emit("sub", a.lo, b.hi), self.emit("sub", a.hi, b.lo))
             else:
-                s = -s
-                m = self.emit("sub", b.hi, a.lo)
-            c = 0 if pred in ("lt", "gt") else 1
-            if s == 1:        # x < c - m
-                self.his.append(self.emit("sub", self.const(c), m))
-            elif s == -1:     # x > m - c
-                self.los.append(self.emit("add", m, self.const(1 - c)))
-            else:
-                self.oks.append(self.emit("cmp", m, self.const(c), type=BOOL, pred="lt"))
+                self._half_line(pred, s, a, b)
             self.checks |= a.checks | b.checks
-            proven.append((op, s))
+            proven.append((op, s, value))
         return proven
+
+    def _half_line(self, pred: str, s: int, a: _Affine, b: _Affine) -> None:
+        """Where ``a pred b`` holds for every u: a half-line of x (or all or nothing)."""
+        # a - b = s*x + u, u in [a.lo - b.hi, a.hi - b.lo]. Normalised to
+        # s'*x + u' < c for every u' (so for u' = max u'), c in {0, 1}.
+        if pred in ("lt", "le"):
+            m = self.emit("sub", a.hi, b.lo)
+        else:
+            s = -s
+            m = self.emit("sub", b.hi, a.lo)
+        c = 0 if pred in ("lt", "gt") else 1
+        if s == 1:        # x < c - m
+            self.his.append(self.emit("sub", self.const(c), m))
+        elif s == -1:     # x > m - c
+            self.los.append(self.emit("add", m, self.const(1 - c)))
+        else:
+            self.oks.append(self.emit("cmp", m, self.const(c), type=BOOL, pred="lt"))
+
+    def _exclude(self, s: int, ulo: Value, uhi: Value) -> None:
+        """Where ``s*x + u != 0`` for every u in [ulo, uhi]: x outside an interval (the
+        interior keeps the larger side of it, ``interval``), or all or nothing."""
+        zero = self.const(0)
+        if s == 0:
+            self.oks.append(self.emit("or", self.emit("cmp", ulo, zero, type=BOOL, pred="gt"),
+                                      self.emit("cmp", uhi, zero, type=BOOL, pred="lt"),
+                                      type=BOOL))
+        elif s == 1:      # x not in [-uhi, -ulo]
+            self.excluded.append((self.emit("sub", zero, uhi), self.emit("sub", zero, ulo)))
+        else:             # -x + u != 0: x not in [ulo, uhi]
+            self.excluded.append((ulo, uhi))
 
     def interval(self) -> tuple[Value, Value]:
         """(lo, hi): local ids of the last dimension where every proven comparison holds;
@@ -414,10 +526,27 @@ class _Splitter:
         lo = self._fold("max", self.los, -_BIG)
         hi = self._fold("min", self.his, _BIG)
         rng = self.emit("wi.local_range", dim=self.d)
+        if self.excluded:
+            lo, hi = self._outside(lo, hi, rng)
         ok = self.emit("cmp", rng, self.const(LIMIT), type=BOOL, pred="le")
         for c in [*self.oks, *sorted(self.checks, key=self._order)]:
             ok = self.emit("and", ok, c, type=BOOL)
         return lo, self.emit("select", ok, hi, lo)
+
+    def _outside(self, lo: Value, hi: Value, rng: Value) -> tuple[Value, Value]:
+        """``[lo, hi)`` within the row ``[0, rng)``, then for each excluded interval
+        ``[e, f]`` the larger of the parts below and above it. Magnitudes: the row within
+        LIMIT (checked), ``e``, ``f`` within MAX_MAG, so every difference fits in i64."""
+        lo = self.emit("max", lo, self.const(0))
+        hi = self.emit("min", hi, rng)
+        for e, f in self.excluded:
+            below_end = self.emit("min", hi, e)
+            above_start = self.emit("max", lo, self.emit("add", f, self.const(1)))
+            below = self.emit("cmp", self.emit("sub", below_end, lo),
+                              self.emit("sub", hi, above_start), type=BOOL, pred="ge")
+            lo, hi = (self.emit("select", below, lo, above_start),
+                      self.emit("select", below, below_end, hi))
+        return lo, hi
 
     def _order(self, v: Value) -> int:
         return next(i for i, op in enumerate(self.pre) if op.result is v)

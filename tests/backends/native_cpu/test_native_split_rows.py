@@ -304,14 +304,24 @@ def test_pass_rewrites_a_guard_on_an_argument():
     assert cmp.operands[0].owner.name == "wi.global_id"
 
 
-@pytest.mark.parametrize("variant", ["bound_from_memory", "barrier", "early_return"])
+def test_pass_splits_a_kernel_with_an_early_return():
+    """``if gid < n: p[gid] = 0; return`` (nothing after it): the return skips nothing, so
+    the guard is wanted true on the interior; the lowering ends the item at a return."""
+    m, fn = _guarded_kernel(early_return=True)
+    split_item_range(m)
+    assert fn.attrs.get("wi_rows")
+    cmp = next(op for op in fn.walk() if op.name == "cmp" and "interior" in op.attrs)
+    assert cmp.attrs["interior"] is True and cmp.attrs["pred"] == "lt"
+
+
+@pytest.mark.parametrize("variant", ["bound_from_memory", "barrier"])
 def test_pass_leaves_other_kernels_alone(variant):
     m, fn = _guarded_kernel(**{variant: True})
     before = [op.name for op in fn.walk()]
     split_item_range(m)
     assert "wi_rows" not in fn.attrs
     assert [op.name for op in fn.walk()] == before
-    assert not any(op.attrs.get("interior") for op in fn.walk())
+    assert not any("interior" in op.attrs for op in fn.walk())
 
 
 @pytest.mark.parametrize("shape,local_size", [((64, 128), None), ((64, 128), (4, 16)),

@@ -57,6 +57,26 @@ def test_duplicate_kernel_and_symbol_name_both_modules():
         link_modules([library(), library("lib2")], "x")
 
 
+def test_one_device_function_in_two_images_links_once():
+    """Each kernel image holds the device functions it calls: two kernels of one Python
+    module bring the same one, which links once; a different body under the same name
+    is an error naming it."""
+    def image(name, scale):
+        lib = library(name)
+        fn = lib.functions[0]
+        fn.kind = "device"
+        if scale != 1:
+            Builder(fn.body).op("mul", fn.params[0].value, fn.params[0].value, type=F32)
+        return lib
+    linked = link_modules([image("k1", 1), image("k2", 1)], "x")
+    assert [f.name for f in linked.functions] == ["lib.scale"]
+    with pytest.raises(exception) as info:
+        link_modules([image("k1", 1), image("k2", 2)], "x")
+    assert info.value.code() == errc.build
+    assert "device function 'lib.scale' differs between module 'k1' and module 'k2'" in \
+        str(info.value)
+
+
 def test_declaration_resolving_to_a_non_exported_function_is_an_error():
     lib = library()
     lib.functions[0].kind = "device"

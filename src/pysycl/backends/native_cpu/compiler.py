@@ -14,11 +14,7 @@ import llvmlite.binding as llvm
 from ...errors import errc, exception
 from ..base import Compiler, Target
 from .object_check import check_object, probe_link
-from .target import cpu_target_machine, native_cpu_target
-
-# One TargetMachine for the process: host TMs are reusable (llvm-backends.md section 0),
-# but LLVM code generation on one TM is not re-entrant, so emission is serialised.
-_EMIT_LOCK = threading.Lock()
+from .target import new_target_machine, native_cpu_target
 
 
 class NativeCpuCompiler(Compiler):
@@ -37,13 +33,25 @@ class NativeCpuCompiler(Compiler):
         self.interleave = interleave
         self.speed_level = speed_level
         self.unroll = unroll
-        self.target_machine = cpu_target_machine(self.target.cpu, self.target.features)
+        self._per_thread = threading.local()
+
+    @property
+    def target_machine(self) -> llvm.TargetMachine:
+        """This thread's TargetMachine: host TMs are reusable, but code generation on
+        one is not re-entrant, and a bundle's kernels compile on several threads
+        (``bundle.linker.build_for_devices``)."""
+        tm = getattr(self._per_thread, "tm", None)
+        if tm is None:
+            tm = self._per_thread.tm = new_target_machine(self.target.cpu,
+                                                          self.target.features)
+        return tm
 
     def optimize(self, llvm_ir: str, name: str = "module") -> llvm.ModuleRef:
-        """Parse, verify and optimise; raises ``exception(errc.build)`` with LLVM's message."""
+        """Parse, verify and optimise; raises ``exception(errc.build)`` with LLVM's message.
+        Each module gets an LLVM context of its own, so threads may compile at once."""
         tm = self.target_machine
         try:
-            mod = llvm.parse_assembly(llvm_ir)
+            mod = llvm.parse_assembly(llvm_ir, context=llvm.create_context())
             mod.triple = self.target.triple
             mod.data_layout = str(tm.target_data)
             mod.verify()
@@ -74,11 +82,8 @@ class NativeCpuCompiler(Compiler):
 
     def compile(self, llvm_ir: str, kernel_names: Sequence[str] = ()) -> bytes:
         mod = self.optimize(llvm_ir, ",".join(kernel_names) or "module")
-        with _EMIT_LOCK:
-            return bytes(self.target_machine.emit_object(mod))
+        return bytes(self.target_machine.emit_object(mod))
 
     def assembly(self, llvm_ir: str) -> str:
         """Host assembly of the optimised module (``device_image.asm`` for native CPU)."""
-        mod = self.optimize(llvm_ir)
-        with _EMIT_LOCK:
-            return self.target_machine.emit_assembly(mod)
+        return self.target_machine.emit_assembly(self.optimize(llvm_ir))

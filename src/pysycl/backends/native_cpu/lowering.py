@@ -37,7 +37,7 @@ from llvmlite import ir as ll
 
 from ..._records import Record
 from ...codegen import LoweringContext, TargetLowering, param_types
-from ...codegen.rules_control import LoopID
+from ...codegen.rules_control import LoopID, lower_return
 from ...codegen.rules_scalar import lower_cmp
 from ...codegen import types as lt
 from ...ir.core import Function, Op
@@ -88,6 +88,7 @@ class NativeCpuLowering(TargetLowering):
     def __init__(self, target=None, debug: bool = False):
         super().__init__(target, debug)
         self.rules["cmp"] = _lower_cmp
+        self.rules["return"] = _lower_return
 
     # Hidden parameters ------------------------------------------------------------------
     def hidden_params(self, fn: Function):
@@ -270,11 +271,22 @@ def _item_body(ctx: LoweringContext, lower) -> None:
     ctx.builder.position_at_end(end)
 
 
+def _lower_return(ctx: LoweringContext, op: Op):
+    """``return``; inside a loop over work-items (a row kernel's early exit) it ends the
+    work-item, and the loop goes on with the next one."""
+    item_exit = getattr(ctx, "item_exit", None)
+    if item_exit is not None and not op.operands:
+        ctx.builder.branch(item_exit)
+        return None
+    return lower_return(ctx, op)
+
+
 def _lower_cmp(ctx: LoweringContext, op: Op):
-    """``cmp``; the constant true for a comparison ``passes/split_item_range`` proved on
-    the interior of a row, while lowering the interior loop."""
-    if getattr(ctx, "interior", False) and op.attrs.get("interior"):
-        return ll.Constant(lt.I1, 1)
+    """``cmp``; a constant for a comparison ``passes/split_item_range`` proved constant
+    on the interior of a row (its ``interior`` attribute), while lowering the interior
+    loop."""
+    if getattr(ctx, "interior", False) and "interior" in op.attrs:
+        return ll.Constant(lt.I1, int(bool(op.attrs["interior"])))
     return lower_cmp(ctx, op)
 
 

@@ -37,6 +37,12 @@ def cpu_target_machine(cpu: str, features: str) -> llvm.TargetMachine:
     must run on CPUs other than this one)."""
     if cpu == llvm.get_host_cpu_name() and features == llvm.get_host_cpu_features().flatten():
         return host_target_machine()
+    return new_target_machine(cpu, features)
+
+
+def new_target_machine(cpu: str, features: str) -> llvm.TargetMachine:
+    """A TargetMachine of its own (code generation on one TargetMachine is not
+    re-entrant: each compiling thread takes one)."""
     _init_llvm()
     return llvm.Target.from_default_triple().create_target_machine(
         cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
