@@ -55,6 +55,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "maximum": ("pysycl.frontend.kernel_api:maximum",),
     "private_array": ("pysycl.frontend.kernel_api:private_array",),
     "static_range": ("pysycl.frontend.kernel_api:static_range",),
+    "get_spec_constant": ("pysycl.frontend.kernel_api:get_spec_constant",),
     # index spaces and kernel parameter annotations
     "id": ("pysycl.runtime.ranges:id",),
     "range": ("pysycl.runtime.ranges:range",),
@@ -70,6 +71,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "context": ("pysycl.runtime.context:context",),
     "queue": ("pysycl.runtime.queue:queue",),
     "device_for_rank": ("pysycl.runtime.ranks:device_for_rank",),
+    "get_native": ("pysycl.runtime.interop:get_native",),
+    "make_kernel_bundle": ("pysycl.runtime.interop:make_kernel_bundle",),
     "node_local_rank": ("pysycl.runtime.ranks:node_local_rank",),
     "handler": ("pysycl.runtime.handler:handler", "pysycl.runtime.queue:handler"),
     "event": ("pysycl.runtime.event:event",),

@@ -1109,7 +1109,7 @@ def test_closure_variables(queue, rng):
 
 FROZEN_SCALE = 7
 FROZEN_PAIR = (100, 0.5)
-FROZEN_HOST_ARRAY = np.arange(4)
+FROZEN_HOST_ARRAY = np.arange(4).astype(object)   # not numbers: cannot be a constant table
 
 
 def _frozen(it: sycl.item[1], x: sycl.global_ptr[np.int64]):

@@ -350,6 +350,28 @@ class Driver(abc.ABC):
         raise exception(errc.feature_not_supported,
                         f"the {self.name} backend has no device globals")
 
+    # Interoperability (SYCL 2020 4.5.1: get_native, make_kernel_bundle) -------
+    def native_program(self, program: Any) -> Any:
+        """What ``sycl.get_native`` gives for a program this driver loaded."""
+        raise exception(errc.feature_not_supported,
+                        f"the {self.name} backend has no native program objects")
+
+    def native_kernel(self, program: Any, kernel_name: str) -> Any:
+        """A new native kernel object of ``kernel_name`` in a loaded program."""
+        raise exception(errc.feature_not_supported,
+                        f"the {self.name} backend has no native kernel objects")
+
+    def adopt_program(self, device: DeviceDescription, native: Any, context: Any = None) -> Any:
+        """A loaded program (as :meth:`load` returns) around a native program built
+        elsewhere for ``device`` in ``context``; its kernel names are the program's."""
+        raise exception(errc.feature_not_supported,
+                        f"the {self.name} backend cannot make a kernel_bundle from a "
+                        "native program")
+
+    def native_context(self, device: DeviceDescription, context: Any = None) -> Any:
+        """The native context ``context`` stands for (None: the device's default)."""
+        return context
+
     # Streams ----------------------------------------------------------------
     @abc.abstractmethod
     def create_stream(self, device: DeviceDescription, profiling: bool, *,

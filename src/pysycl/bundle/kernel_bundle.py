@@ -118,7 +118,18 @@ class kernel_bundle:
         return iter(self._images)
 
     def begin(self):
+        """An iterator over the device images (SYCL's ``begin()``; ``iter(kb)`` alike)."""
         return iter(self._images)
+
+    def end(self):
+        """The past-the-end iterator: an exhausted one (SYCL's ``end()``; Python code
+        iterates ``kb`` or ``kb.begin()`` and never needs it)."""
+        return iter(())
+
+    def get_kernel_names(self) -> list[str]:
+        """The names of the kernels in the bundle (``get_kernel_ids()`` by name, as the
+        SYCL Modules proposal's ``module::get_kernel_names``)."""
+        return [k.get_name() for k in self.get_kernel_ids()]
 
     def __len__(self) -> int:
         return len(self._images)
@@ -153,6 +164,10 @@ class kernel_object:
 
     def get_kernel_id(self) -> kernel_id:
         return self._pysycl_kernel_id
+
+    def get_backend(self):
+        """The backend of the bundle's devices (SYCL 2020 4.11.13)."""
+        return self._bundle.get_backend()
 
     def get_info(self, param):
         name = getattr(param, "name", None) or str(param)

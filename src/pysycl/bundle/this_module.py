@@ -16,8 +16,8 @@ import sys
 from . import free_functions as ff
 from .device_image import bundle_state
 from .kernel_bundle import kernel_bundle
-from .kernel_id import get_kernel_id, registered_kernels
-from .sources import input_images, library_image
+from .kernel_id import get_kernel_id, kernel_function_module, registered_kernels
+from .sources import input_images, library_image, library_modules
 
 
 def _caller_module(depth: int = 2) -> str:
@@ -43,6 +43,15 @@ def module_bundle(ctx, state, module_name: str, devices=None) -> kernel_bundle:
         kids = [k for img in images for k in img.get_kernel_ids()]
         images = ff._executable_images(kids, devs, requested=False)
     return kernel_bundle(ctx, devs, state, images)
+
+
+def module_bundles(ctx, state) -> list[kernel_bundle]:
+    """The bundle of every Python module imported so far that defines kernels or
+    ``@sycl.external`` functions, in ``state`` (the SYCL Modules proposal's
+    ``context::get_modules``: one module per translation unit)."""
+    names = {kernel_function_module(k) for k in registered_kernels()} | set(library_modules())
+    bundles = [module_bundle(ctx, state, name) for name in sorted(n for n in names if n)]
+    return [b for b in bundles if not b.empty()]
 
 
 def get(ctx, state=bundle_state.executable) -> kernel_bundle:

@@ -2,7 +2,9 @@
 specialization constants and atomics."""
 from __future__ import annotations
 
+import hashlib
 
+import numpy as np
 from llvmlite import ir as ll
 
 from ..detail.symbols import device_global_symbol, llvm_name
@@ -277,6 +279,46 @@ def lower_dg_addr(ctx, op):
     if decl is None:
         return device_global(ctx, uid, op.type.pointee)
     return device_global(ctx, uid, decl.type, decl.initial)
+
+
+@rule("const.table")
+def lower_const_table(ctx, op):
+    """A private constant global per distinct table (named by its contents, so equal
+    tables used twice share one), in the target's constant address space."""
+    t, data = op.type.pointee, bytes(op.attrs["data"])
+    name = "__pysycl_const_" + hashlib.sha256(str(t).encode() + b"\0" + data).hexdigest()[:24]
+    if name in ctx.llmodule.globals:
+        return ctx.llmodule.globals[name]
+    g = ll.GlobalVariable(ctx.llmodule, ctx.mtype(t), name,
+                          addrspace=ctx.lowering.addrspaces["constant"])
+    g.initializer = _table_constant(ctx, t, data)
+    g.global_constant = True
+    g.linkage = "private"
+    g.unnamed_addr = True
+    g.align = max(t.align, 16)
+    g.type = lt.pointer("constant", ctx.lowering.addrspaces)
+    return g
+
+
+def _table_constant(ctx, t: Type, data: bytes) -> ll.Constant:
+    # Scalar arrays (nested or not) from one NumPy view: per-element byte slicing is
+    # slow for a 64 KiB table.
+    shape, leaf = [], t
+    while isinstance(leaf, ArrayType):
+        shape.append(leaf.n)
+        leaf = leaf.elem
+    if not shape or not isinstance(leaf, ScalarType):
+        return const_from_bytes(ctx, t, data)
+    values = np.frombuffer(data, dtype=leaf.dtype).reshape(shape)
+    if values.dtype == np.bool_:
+        values = values.astype(np.uint8)
+    return _nested_constant(ctx, t, values.tolist())
+
+
+def _nested_constant(ctx, t: Type, values) -> ll.Constant:
+    if isinstance(t, ArrayType):
+        return ll.Constant(ctx.mtype(t), [_nested_constant(ctx, t.elem, v) for v in values])
+    return ll.Constant(ctx.mtype(t), values)
 
 
 @rule("spec.load")

@@ -24,7 +24,8 @@ from ..types import address_space, as_dtype, memory_order, memory_scope
 from . import kernel_api, sycl_math
 from .lowering import type_name
 from .typing_rules import math_result, PY_OPS
-from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, TupleVal, Weak, promo_type
+from .values import (AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak,
+                     promo_type)
 
 
 class Builtin(FrozenValue):
@@ -348,6 +349,17 @@ add_builtin("sycl.static_range", [kernel_api.static_range],
 def _private_array(lw, node):
     """a = sycl.private_array(dtype, n): a per-work-item array of n elements (n constant)."""
     lw.error(node, "sycl.private_array(dtype, n) must be assigned directly to a local name")
+
+
+@add_builtin("sycl.get_spec_constant", [kernel_api.get_spec_constant])
+def _get_spec_constant(lw, node):
+    """sycl.get_spec_constant(p): the value of a sycl.spec_constant[T] parameter, as p.get()
+    (IR op spec.get)."""
+    p = _args(lw, node, 1, "get_spec_constant")[0]
+    if not isinstance(p, SpecPlaceholder):
+        lw.error(node.args[0], "get_spec_constant takes a sycl.spec_constant[T] parameter")
+    decl = lw.session.use_spec_constant(p.spec_id, lw.src, node)
+    return lw.value("spec.get", [], decl.type, {"id": decl.unique_id}, node)
 
 
 # Groups and atomics --------------------------------------------------------------------

@@ -52,6 +52,16 @@ def atomic_fence(order, scope):
     _kernel_only("atomic_fence")
 
 
+def get_spec_constant(placeholder):
+    """``sycl.get_spec_constant(p)``: the value of a ``sycl.spec_constant[T]`` placeholder
+    (the same as ``p.get()``; on the host, the value the placeholder holds)."""
+    get = getattr(placeholder, "get", None)
+    if get is None:
+        raise exception(errc.invalid, f"sycl.get_spec_constant takes a spec_constant "
+                        f"placeholder, not {type(placeholder).__name__}")
+    return get()
+
+
 def group_barrier(group, fence_scope=None):
     """Wait until every work-item of ``group`` reached this barrier."""
     _kernel_only("group_barrier")

@@ -11,18 +11,21 @@ An lvalue-like expression lowers to a :class:`~values.Ptr` (a place); reading it
 ``dg``             ``dg.addr {id}``
 ``local.x``        ``var.addr local`` + ``ptr.field {field="x"}``
 ``arr[i]``         ``var.addr arr`` + ``ptr.elem arr, i`` (a local array or vec)
+``TABLE[i]``       ``const.table {data}`` + ``ptr.elem`` (host data frozen as a table)
 =================  ==================================================
 """
 from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..host_objects import device_global, specialization_id
 from ..ir import types as T
 from ..ir.core import Value
 from .lowering import type_name
-from .scope import classify_value
-from .values import Lit, Obj, Ptr, TupleVal, strong
+from .scope import classify_value, host_table
+from .values import HostTable, Lit, Obj, Ptr, TupleVal, Weak, strong
 
 AGGREGATES = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
 
@@ -30,12 +33,19 @@ AGGREGATES = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
 class MemoryRules:
     def place(self, node, write: bool = False):
         if isinstance(node, ast.Name):
-            return self._name_place(node)
+            return self._table_place(self._name_place(node), node)
         if isinstance(node, ast.Attribute):
-            return self._attribute(strong(self.place(node.value, write)), node)
+            return self._table_place(self._attribute(strong(self.place(node.value, write)), node), node)
         if isinstance(node, ast.Subscript):
             return self._subscript(strong(self.place(node.value, write)), node)
         return self.wexpr(node)
+
+    def _table_place(self, fv, node):
+        """Host data frozen as a table: its address, read-only (``readonly`` names it)."""
+        if not isinstance(fv, HostTable):
+            return fv
+        ptr = self.value("const.table", [], T.PointerType(fv.type, "constant"), {"data": fv.data}, node)
+        return Ptr(ptr, fv.name)
 
     def read(self, place, node):
         if isinstance(place, Ptr):
@@ -45,6 +55,10 @@ class MemoryRules:
     def write(self, place, fv, node) -> None:
         if not isinstance(place, Ptr):
             self.error(node, "cannot assign to this expression in kernel code")
+        if place.readonly and place.value.type.space == "constant":
+            self.error(node, f"cannot write to '{place.readonly}': host data read by kernel "
+                       "code is frozen into the kernel as a read-only table",
+                       "pass it as a kernel argument (an accessor or USM pointer) to write to it")
         if place.readonly:
             self.error(node, f"cannot write to read_only accessor '{place.readonly}'",
                        "declare the parameter sycl.write_only or sycl.read_write")
@@ -116,10 +130,32 @@ class MemoryRules:
                 return self._array_elem(base, node)
             base = self.read(base, node)
         if isinstance(base, TupleVal):
-            return base.items[self.const_index(node.slice, len(base.items))]
+            return self._tuple_subscript(base, node)
         if not isinstance(base, Value):
             self.error(node, f"{_py_name(getattr(base, 'value', base))} cannot be indexed in kernel code")
         return self._value_subscript(base, node)
+
+    def _tuple_subscript(self, base: TupleVal, node):
+        """``t[k]``: the element for a constant ``k``; a tuple of numbers indexed at run
+        time is frozen into a table (Python numbers stay weak: ``f32 * t[i]`` is f32)."""
+        fv = self.expr(node.slice)
+        if isinstance(fv, Lit) or isinstance(node.slice, ast.Tuple):
+            return base.items[self._const_item(fv, node.slice, len(base.items))]
+        arr = _tuple_array(base)
+        if arr is None:
+            self.error(node.slice, "this index must be a compile-time integer constant",
+                       "a tuple indexed at run time must hold only numbers (nested tuples "
+                       "of equal length for more dimensions)")
+        weak = arr.dtype != np.bool_ and _all_python_numbers(base)
+        name = node.value.id if isinstance(node.value, ast.Name) else "tuple"
+        table = self._table_place(host_table(arr, self.src, node, name, weak), node)
+        i = self.index_value(fv, node.slice)
+        elem = table.pointee.elem
+        ptr = self.value("ptr.elem", [table.value, i], T.PointerType(elem, "constant"), node=node)
+        place = Ptr(ptr, name)
+        if weak and isinstance(elem, T.ScalarType):
+            return Weak(self.read(place, node))
+        return place
 
     def _array_elem(self, base: Ptr, node):
         idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -193,13 +229,44 @@ class MemoryRules:
         self.error(node, "indices must be integers", "convert with int(...)")
 
     def const_index(self, node, n: int) -> int:
-        fv = self.expr(node)
+        return self._const_item(self.expr(node), node, n)
+
+    def _const_item(self, fv, node, n: int) -> int:
         if not isinstance(fv, Lit) or not isinstance(fv.value, int) or isinstance(fv.value, bool):
             self.error(node, "this index must be a compile-time integer constant")
         k = fv.value + n if fv.value < 0 else fv.value
         if not 0 <= k < n:
             self.error(node, f"index {fv.value} is out of range for {n} elements")
         return k
+
+
+def _tuple_values(tv: TupleVal):
+    out = []
+    for x in tv.items:
+        if isinstance(x, TupleVal):
+            out.append(_tuple_values(x))
+        elif isinstance(x, Lit) or isinstance(x, Obj) and isinstance(x.value, np.generic):
+            out.append(x.value)
+        else:
+            return None
+    return out
+
+
+def _tuple_array(tv: TupleVal) -> np.ndarray | None:
+    """A tuple of numbers (nested: a rectangular table) as an array, or None."""
+    values = _tuple_values(tv)
+    if values is None:
+        return None
+    try:
+        arr = np.array(values)
+    except (ValueError, OverflowError):
+        return None
+    return arr if arr.dtype.kind in "biuf" and arr.size else None
+
+
+def _all_python_numbers(tv: TupleVal) -> bool:
+    return all(_all_python_numbers(x) if isinstance(x, TupleVal) else isinstance(x, Lit)
+               for x in tv.items)
 
 
 def _py_name(obj) -> str:

@@ -76,6 +76,24 @@ class TupleVal(_FrozenValue):
         _set(self, "items", items)
 
 
+class HostTable(_FrozenValue):
+    """Host data frozen into the image as a read-only table (a module-level NumPy array,
+    or a tuple of numbers indexed at run time): ``data`` holds its bytes, ``type`` its IR
+    array type; ``weak``: the elements are Python numbers (a tuple's), read as weak."""
+
+    __slots__ = _fields = ("name", "type", "data", "weak")
+    name: str
+    type: T.Type
+    data: bytes
+    weak: bool
+
+    def __init__(self, name, type, data, weak=False):
+        _set(self, "name", name)
+        _set(self, "type", type)
+        _set(self, "data", data)
+        _set(self, "weak", weak)
+
+
 class GroupHandle(_FrozenValue):
     __slots__ = _fields = ("scope", "dims")
     scope: str          # "work_group" or "sub_group" (IR attribute values)

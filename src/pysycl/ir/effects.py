@@ -10,7 +10,7 @@ from .ops import MATH_FUNCTIONS
 from .type_rules import BINARY, UNARY
 
 #: Ops whose value depends only on their operands (the same in every work-item).
-PURE = frozenset({"const", "spec.get", "dg.addr", "acc.range", "acc.offset", "acc.base",
+PURE = frozenset({"const", "spec.get", "dg.addr", "const.table", "acc.range", "acc.offset", "acc.base",
                   "ptr.extent", "cmp", "cast", "select",
                   "struct.get", "tuple.get", "array.get", "vec.get", *BINARY, *UNARY,
                   *(f"math.{n}" for n in MATH_FUNCTIONS)})

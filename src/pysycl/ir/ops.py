@@ -116,6 +116,9 @@ _op("check", 3, 0, "none", ["what"],
     "Checked builds: unless operand 0 (bool) holds, record a failure of `what` at this op "
     "with index operand 1 and extent operand 2 (i64), and stop the work-item.")
 _op("dg.addr", 0, 0, "value", ["id"], "ptr<global,T> to the device_global with unique ID `id`.")
+_op("const.table", 0, 0, "value", ["data"],
+    "ptr<constant,T> to read-only memory holding `data` (T's bytes, little-endian): host "
+    "data frozen into the image (a module-level NumPy array or tuple that kernel code indexes).")
 
 # Specialization constants (one op, three lowerings) -------------
 _op("spec.get", 0, 0, "value", ["id"],

@@ -333,6 +333,16 @@ def _dg_addr(op: Op, m: Module) -> str | None:
     return None if op.type == want else f"result type {op.type}, expected {want}"
 
 
+@_rule("const.table")
+def _const_table(op: Op, m: Module) -> str | None:
+    t, data = op.type, op.attrs["data"]
+    if not isinstance(t, PointerType) or t.space != "constant":
+        return f"result type {t}, expected a constant pointer"
+    if not isinstance(data, bytes) or len(data) != t.pointee.size:
+        return f"data must be the {t.pointee.size} bytes of {t.pointee}"
+    return None
+
+
 @_rule("spec.get")
 def _spec_get(op: Op, m: Module) -> str | None:
     s = m.spec_constant(op.attrs["id"])

@@ -95,6 +95,13 @@ class context:
     def get_info(self, descriptor):
         return get_info(self, descriptor)
 
+    def get_kernel_bundles(self, state) -> list:
+        """One ``kernel_bundle`` in ``state`` per Python module (translation unit) that
+        defines kernels or ``@sycl.external`` functions, for this context's devices
+        (the SYCL Modules proposal's ``context::get_modules``)."""
+        from ..bundle import this_module
+        return this_module.module_bundles(self, state)
+
     def _contains(self, dev: device) -> bool:
         return dev in self._devices or self._is_default and \
             dev.get_platform() == self._devices[0].get_platform()

@@ -193,6 +193,11 @@ class handler:
         self.set_specialization_constant(spec_id, value)
         return spec_constant(spec_id, self.get_specialization_constant(spec_id))
 
+    def get_spec_constant(self, spec_id) -> spec_constant:
+        """Pre-SYCL 2020 style: a placeholder holding the value set in this group (else
+        the default), to pass for a ``sycl.spec_constant[T]`` parameter."""
+        return spec_constant(spec_id, self.get_specialization_constant(spec_id))
+
     @property
     def spec_values(self) -> dict:
         """Values set with ``set_specialization_constant`` (spec_id -> value bytes)."""

@@ -697,6 +697,42 @@ class OpenCLDriver(Driver):
                 usm.prepare_kernel(self._api, kernel.int_ptr)
         return prepare
 
+    # Interoperability ------------------------------------------------------
+    def native_program(self, program: OpenCLProgram) -> Any:
+        """A ``pyopencl.Program`` over the loaded ``cl_program``."""
+        return cl.Program(program.program)
+
+    def native_kernel(self, program: OpenCLProgram, kernel_name: str) -> Any:
+        """A new ``pyopencl.Kernel`` (not the one launches set arguments on)."""
+        try:
+            kernel = cl.Kernel(program.program, kernel_name)
+        except cl.Error as e:
+            raise exception(errc.invalid, f"kernel {kernel_name!r} is not in the program: "
+                            f"{e}") from None
+        program.prepare(kernel)
+        return kernel
+
+    def adopt_program(self, device: DeviceDescription, native, context=None) -> OpenCLProgram:
+        """A ``pyopencl.Program`` (or ``_Program``) built for ``device`` in the context
+        ``context`` stands for; ``errc.invalid`` naming what does not fit."""
+        prg = getattr(native, "_prg", native) if isinstance(native, cl.Program) else native
+        if not isinstance(prg, cl._cl._Program):
+            raise exception(errc.invalid, f"make_kernel_bundle takes a pyopencl.Program, not "
+                            f"{type(native).__name__}")
+        ctx = self._context(device, context)
+        if prg.get_info(cl.program_info.CONTEXT) != ctx:
+            raise exception(errc.invalid, "the pyopencl.Program belongs to another OpenCL "
+                            "context than the sycl.context (make it in sycl.get_native(ctx))")
+        status = prg.get_build_info(device.handle, cl.program_build_info.STATUS)
+        if status != _CL_BUILD_SUCCESS:
+            raise exception(errc.invalid, f"the pyopencl.Program is not built for "
+                            f"{device.name} (build status {status})")
+        names = [n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+        return self._program(prg, device, ctx, names, 0.0)
+
+    def native_context(self, device: DeviceDescription, context=None) -> Any:
+        return self._context(device, context)
+
     def launch(self, stream: Any, program: OpenCLProgram, kernel_name: str,
                global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[KernelArg], local_mem_bytes: int = 0, *,
@@ -892,6 +928,10 @@ class OpenCLDriver(Driver):
 # _KernelState records only KernelArgs whose value has one of these types.
 _UNSET = object()
 _RECORDABLE = frozenset({bytes, int, OpenCLAllocation, type(None)})
+
+
+#: CL_BUILD_SUCCESS (pyopencl names no constant for cl_build_status).
+_CL_BUILD_SUCCESS = 0
 
 
 def _cl_sizes(global_size, local_size) -> tuple[tuple, tuple | None]:
