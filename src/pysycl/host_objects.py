@@ -19,8 +19,9 @@ import numpy as np
 
 from .detail import capture_definition_site, get_unique_id, references
 from .errors import errc, exception, type_error, value_error
-from .properties import properties_for
-from .spec_values import value_bytes
+from .properties import properties, properties_for
+from .properties.base import property as property_base
+from .spec_values import value_bytes, value_from_bytes
 from .types import as_dtype, default_bytes
 
 
@@ -48,11 +49,15 @@ class _Identifiable:
         ``name=``, else its definition site (``pysycl.detail`` explains the rules)."""
         return get_unique_id(self)
 
+    #: What a copy would need instead (said when one is attempted).
+    _copy_hint = ""
+
     def __copy__(self):
-        raise TypeError(f"{type(self).__name__} objects cannot be copied")
+        raise type_error(errc.invalid, f"{type(self).__name__} objects cannot be copied: each "
+                         f"is one symbol of device code{self._copy_hint}")
 
     def __deepcopy__(self, memo):
-        raise TypeError(f"{type(self).__name__} objects cannot be copied")
+        self.__copy__()
 
     def __reduce__(self):
         """Pickled by reference (module and name, as Python pickles functions): the
@@ -62,6 +67,22 @@ class _Identifiable:
             references.name_of(self, site.module, site.qualname)
         return references.reduce_by_reference(self, repr(self),
                                               site.module, name)
+
+
+def _dtype_text(dt: np.dtype) -> str:
+    """``float32[6]`` for an array dtype, the dtype's name otherwise."""
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return f"{base.name}[{', '.join(map(str, shape))}]"
+    return str(dt)
+
+
+def _is_property_list(value) -> bool:
+    """A property list given where the initial value goes (``device_global(T, props)``)."""
+    if isinstance(value, (properties, property_base)):
+        return True
+    return isinstance(value, (list, tuple)) and bool(value) and \
+        all(isinstance(v, property_base) for v in value)
 
 
 def _checked_name(name, kind: str) -> str:
@@ -102,22 +123,47 @@ class device_global(_Identifiable):
     memory holding T's default value at first (zero, or a ``@sycl.struct``'s field
     defaults: C++20's value-initialising constructor). Kernels use ``dg.get()``,
     ``dg.set(v)``, ``dg[i]``; the host copies through queue/handler ``copy``/``memcpy``.
-    ``name=`` fixes its ID as for ``specialization_id``.
+    ``name=`` fixes its ID as for ``specialization_id``. ``value`` sets the initial
+    value instead (``device_global(np.int32, 4)``; another device_global: its initial
+    value); ``properties`` may also come second (``device_global(T, props)``).
 
-    >>> device_global(np.int32).dtype
-    dtype('int32')
+    >>> device_global(np.int32, 4).initial_value
+    np.int32(4)
     """
 
     _pysycl_uid_kind = "device_global"
+    _copy_hint = ("; sycl.device_global(dtype, other) makes another one starting with "
+                  "other's initial value")
 
-    def __init__(self, dtype, properties=None, *, name: str | None = None):
+    def __init__(self, dtype, value=None, properties=None, *, name: str | None = None):
         super().__init__(name)
+        if properties is None and _is_property_list(value):   # device_global(T, props)
+            value, properties = None, value
         self.dtype = as_dtype(dtype)
         # Only device_global properties: a kernel or argument property here would be
         # dropped silently.
         self.properties = properties_for(properties, "global_variable",
                                          f"sycl.device_global at {_caller_line()}")
-        self.initial_bytes = default_bytes(self.dtype)
+        self.initial_bytes = self._initial_bytes(value)
+
+    def _initial_bytes(self, value) -> bytes:
+        """The initial value's bytes: T's default, ``value`` converted to T (the
+        extension's ``device_global(const T& init)``), or another device_global's
+        initial value (its device contents live per device and are not known here)."""
+        if value is None:
+            return default_bytes(self.dtype)
+        if isinstance(value, device_global):
+            if value.dtype != self.dtype:
+                raise type_error(errc.invalid, f"a device_global of {_dtype_text(self.dtype)} "
+                                 "cannot start with the value of a device_global of "
+                                 f"{_dtype_text(value.dtype)}")
+            return value.initial_bytes
+        return value_bytes(value, self.dtype)
+
+    @property
+    def initial_value(self):
+        """The value every device's instance starts with (a NumPy value of the dtype)."""
+        return value_from_bytes(self.dtype, self.initial_bytes)
 
     @property
     def nbytes(self) -> int:

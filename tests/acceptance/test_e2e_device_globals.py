@@ -436,3 +436,73 @@ def test_device_image_scope_across_modules_and_processes(tmp_path, device_param)
                    '"device_image_scope" is used in more than one device image')
         for line, attempt in zip(lines[1:], ("submit", "link")):
             assert line.startswith(f"{attempt} build ") and message in line, done.stdout
+
+
+# Initial values (ext device_global's device_global(const T& init)) ------------------------
+_INIT_RNG = np.random.default_rng(2024)
+INIT_TABLE = _INIT_RNG.standard_normal(6).astype(F32)
+INIT_SCALAR = int(_INIT_RNG.integers(-10 ** 6, 10 ** 6))
+init_scalar = sycl.device_global(I32, INIT_SCALAR)
+init_table = sycl.device_global(np.dtype((F32, 6)), INIT_TABLE)
+init_copy = sycl.device_global(np.dtype((F32, 6)), init_table)      # init_table's initial value
+init_scoped = sycl.device_global(I32, INIT_SCALAR + 1, sycl.properties(sycl.device_image_scope))
+init_pair = sycl.device_global(Pair.dtype, Pair(np.int32(-3), np.float32(0.25)))
+
+
+@sycl.kernel
+def read_inits(out: sycl.global_ptr[F32], ints: sycl.global_ptr[I32]):
+    for k in range(6):
+        out[k] = init_table[k]
+        out[6 + k] = init_copy[k]
+    ints[0] = init_scalar.get()
+    ints[1] = init_scoped.get()
+    ints[2] = init_pair.get().a
+    out[12] = init_pair.get().b
+
+
+@sycl.kernel
+def scale_table(f: F32):
+    for k in range(6):
+        init_table[k] = init_table[k] * f
+
+
+def test_initial_values_on_device_and_host(queue):
+    # the host sees the initial value before any kernel ran
+    np.testing.assert_array_equal(_read(queue, init_table, F32, 6), INIT_TABLE)
+    out = sycl.malloc_shared(13, F32, queue)
+    ints = sycl.malloc_shared(3, I32, queue)
+    try:
+        _single(queue, read_inits, out, ints)
+        np.testing.assert_array_equal(np.asarray(out)[:6], INIT_TABLE)
+        np.testing.assert_array_equal(np.asarray(out)[6:12], INIT_TABLE)
+        assert np.asarray(ints).tolist() == [INIT_SCALAR, INIT_SCALAR + 1, -3]
+        assert np.asarray(out)[12] == F32(0.25)
+        # Each variable is its own: changing one leaves the one made from its value.
+        f = F32(_INIT_RNG.standard_normal())
+        _single(queue, scale_table, f)
+        _single(queue, read_inits, out, ints)
+        np.testing.assert_allclose(np.asarray(out)[:6], INIT_TABLE * f, rtol=1e-6)
+        np.testing.assert_array_equal(np.asarray(out)[6:12], INIT_TABLE)
+        np.testing.assert_array_equal(_read(queue, init_copy, F32, 6), INIT_TABLE)
+    finally:
+        sycl.free(out, queue)
+        sycl.free(ints, queue)
+    assert init_table.initial_value.tolist() == INIT_TABLE.tolist()   # the host object's
+
+
+def test_device_global_copy_and_init_rules():
+    import copy
+    for make in (lambda: copy.copy(init_table), lambda: copy.deepcopy(init_table)):
+        with pytest.raises(TypeError) as err:
+            make()
+        assert isinstance(err.value, sycl.exception)
+        assert err.value.code() == sycl.errc.invalid
+        assert "cannot be copied" in str(err.value)
+    with pytest.raises(TypeError) as err:
+        sycl.device_global(np.dtype((I32, 6)), init_table)
+    assert "int32[6]" in str(err.value) and "float32[6]" in str(err.value)
+    with pytest.raises(sycl.exception) as err:
+        sycl.device_global(I32, "four")
+    assert err.value.code() == sycl.errc.invalid
+    props = sycl.device_global(I32, sycl.properties(sycl.device_image_scope))
+    assert props.properties.has_property(sycl.device_image_scope) and props.initial_value == 0

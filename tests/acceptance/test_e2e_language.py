@@ -878,6 +878,89 @@ def test_nd_item_group_and_sub_group_functions(queue):
 
 
 @sycl.kernel
+def linear_queries(nd: sycl.nd_item[2], x: sycl.global_ptr[np.float32],
+                   out: sycl.global_ptr[np.int64], sums: sycl.global_ptr[np.float32]):
+    gl = nd.get_global_linear_id()
+    base = gl * 12
+    g = nd.get_group()
+    sg = nd.get_sub_group()
+    out[base + 0] = g.get_group_linear_range()
+    out[base + 1] = g.get_local_linear_range()
+    out[base + 2] = g.get_max_local_range(0) * 100 + g.get_max_local_range(1)
+    out[base + 3] = 1 if g.leader() else 0
+    out[base + 4] = sg.get_local_linear_range()
+    out[base + 5] = sg.get_group_linear_range()
+    out[base + 6] = sg.get_max_local_range()
+    out[base + 7] = 1 if sg.leader() else 0
+    out[base + 8] = sg.get_group_id()
+    out[base + 9] = nd.get_offset(0) * 100 + nd.get_offset(1)
+    out[base + 10] = sg.get_local_range()
+    out[base + 11] = sg.get_group_range()
+    total = sycl.reduce_over_group(sg, x[gl], sycl.plus())
+    if sg.leader():
+        sums[g.get_group_linear_id() * 64 + sg.get_group_linear_id()] = total
+
+
+def test_linear_ranges_max_ranges_and_leaders(queue, rng):
+    """group/sub_group get_*_linear_range, get_max_local_range and leader(), nd_item
+    get_offset (SYCL 2020 4.9.1.5-4.9.1.8); each sub-group's leader writes the sum of
+    random values over its sub-group."""
+    G, L = (8, 16), (2, 8)
+    n = G[0] * G[1]
+    x = rng.standard_normal(n).astype(np.float32)
+    _x, out, sums = run(queue, linear_queries, sycl.nd_range(sycl.range(*G), sycl.range(*L)),
+                        x, np.full(12 * n, -1, np.int64), np.zeros(64 * 12, np.float32))
+    out = out.reshape(G[0], G[1], 12)
+    r, c = np.indices(G)
+    groups = (G[0] // L[0]) * (G[1] // L[1])
+    local_linear = (r % L[0]) * L[1] + c % L[1]
+    group_linear = (r // L[0]) * (G[1] // L[1]) + c // L[1]
+    np.testing.assert_array_equal(out[..., 0], groups)
+    np.testing.assert_array_equal(out[..., 1], L[0] * L[1])
+    np.testing.assert_array_equal(out[..., 2], L[0] * 100 + L[1])
+    np.testing.assert_array_equal(out[..., 3], local_linear == 0)
+    sg_size, sg_count, sg_id = out[..., 10], out[..., 11], out[..., 8]
+    np.testing.assert_array_equal(out[..., 4], sg_size)
+    np.testing.assert_array_equal(out[..., 5], sg_count)
+    sg_max = out[..., 6]
+    # The most the kernel's sub-groups may hold: one of the device's sizes, at least
+    # what any sub-group has (Intel's CPU runtime: 16 for sub-groups of 8 here).
+    assert np.all(sg_max == sg_max.flat[0]) and sg_max.flat[0] >= sg_size.max()
+    assert sg_max.flat[0] in queue.get_device().sub_group_sizes
+    assert queue.get_device().backend != sycl.backend.native_cpu or sg_max.flat[0] == 1
+    np.testing.assert_array_equal(out[..., 9], 0)
+    # One leader per sub-group; the sub-groups of a work-group cover it.
+    leaders = out[..., 7] == 1
+    for gid in range(groups):
+        mine = group_linear == gid
+        assert leaders[mine].sum() == sg_count[mine][0]
+        assert sorted(set(sg_id[mine])) == list(range(sg_count[mine][0]))
+        for s in range(sg_count[mine][0]):
+            members = mine & (sg_id == s)
+            assert members.sum() == sg_size[members][0]
+            np.testing.assert_allclose(sums[gid * 64 + s], x.reshape(G)[members].sum(),
+                                       rtol=1e-5, atol=1e-5)
+
+
+@sycl.kernel
+def offset_queries(nd: sycl.nd_item[1], out: sycl.global_ptr[np.int64]):
+    out[nd.get_global_id(0) - nd.get_offset(0)] = nd.get_offset(0) * 1000 + nd.get_global_id(0)
+
+
+def test_nd_item_get_offset(queue, rng):
+    """nd_item::get_offset (deprecated in SYCL 2020, kept for nd_range offsets)."""
+    off = int(rng.integers(1, 50))
+    try:
+        (out,) = run(queue, offset_queries, sycl.nd_range(16, 4, off), np.full(16, -1, np.int64))
+    except sycl.exception as e:    # a driver without global offsets (OpenCL here) says so
+        assert queue.get_device().backend != sycl.backend.native_cpu
+        assert e.code() == sycl.errc.feature_not_supported, e
+        (out,) = run(queue, offset_queries, sycl.nd_range(16, 4), np.full(16, -1, np.int64))
+        off = 0
+    np.testing.assert_array_equal(out, off * 1000 + off + np.arange(16))
+
+
+@sycl.kernel
 def group_min_max(nd: sycl.nd_item[1], x: sycl.global_ptr[np.float32],
                   out: sycl.global_ptr[np.float32]):
     g = nd.get_group()

@@ -205,7 +205,7 @@ def _wi_rule(query: str):
 for _q in ("global_id", "local_id", "group_id", "global_range", "local_range", "group_range",
            "global_offset", "global_linear_id", "local_linear_id", "group_linear_id"):
     rule(f"wi.{_q}")(_wi_rule(_q))
-for _q in ("local_id", "local_range", "group_id", "group_range"):
+for _q in ("local_id", "local_range", "group_id", "group_range", "max_local_range"):
     rule(f"sg.{_q}")(lambda ctx, op, _q=_q: ctx.lowering.sub_group(ctx, _q))
 
 

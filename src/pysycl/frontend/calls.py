@@ -22,26 +22,38 @@ from .lowering import describe, type_name
 from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak
 
 # method -> (op, takes a dim); kind "item"/"id" (range launches), "nd_item", groups.
+# An entry's second item: True (takes a dimension), False (none), "product" (the
+# product over the dimensions: a linear range) or "leader" (the op's value is 0).
 ITEM_METHODS = {"get_id": ("wi.global_id", True), "get_range": ("wi.global_range", True),
-                "get_linear_id": ("wi.global_linear_id", False)}
+                "get_linear_id": ("wi.global_linear_id", False),
+                "get_offset": ("wi.global_offset", True)}
 ND_ITEM_METHODS = {
     "get_global_id": ("wi.global_id", True), "get_local_id": ("wi.local_id", True),
     "get_global_range": ("wi.global_range", True), "get_local_range": ("wi.local_range", True),
     "get_group_range": ("wi.group_range", True), "get_global_linear_id": ("wi.global_linear_id", False),
     "get_local_linear_id": ("wi.local_linear_id", False),
     "get_group_linear_id": ("wi.group_linear_id", False),
+    "get_offset": ("wi.global_offset", True),
 }
 GROUP_METHODS = {
     "get_group_id": ("wi.group_id", True), "get_local_id": ("wi.local_id", True),
     "get_local_range": ("wi.local_range", True), "get_group_range": ("wi.group_range", True),
     "get_group_linear_id": ("wi.group_linear_id", False),
     "get_local_linear_id": ("wi.local_linear_id", False),
+    # SYCL 2020 4.9.1.7: every work-group of an nd-range has the local range.
+    "get_max_local_range": ("wi.local_range", True),
+    "get_group_linear_range": ("wi.group_range", "product"),
+    "get_local_linear_range": ("wi.local_range", "product"),
+    "leader": ("wi.local_linear_id", "leader"),
 }
 # Sub-group queries are one-dimensional (SYCL 2020 4.9.1.8); results are i64 like wi.*.
 SUB_GROUP_METHODS = {
     "get_local_id": ("sg.local_id", False), "get_local_linear_id": ("sg.local_id", False),
     "get_local_range": ("sg.local_range", False), "get_group_id": ("sg.group_id", False),
     "get_group_linear_id": ("sg.group_id", False), "get_group_range": ("sg.group_range", False),
+    "get_local_linear_range": ("sg.local_range", False),
+    "get_group_linear_range": ("sg.group_range", False),
+    "get_max_local_range": ("sg.max_local_range", False), "leader": ("sg.local_id", "leader"),
 }
 # Accessor methods in kernels: buffer accessors, and the subset local accessors have.
 ACCESSOR_METHODS = ("get_range", "get_offset", "get_pointer", "get_multi_ptr")
@@ -218,8 +230,18 @@ class CallRules:
             self.error(node.func, f"'{name}' is not a method of sycl.{what}",
                        "methods: " + ", ".join(sorted(table)))
         op, takes_dim = entry
-        if node.keywords or len(node.args) > (1 if takes_dim else 0):
-            self.error(node, f"{name}() takes {'at most one dimension argument' if takes_dim else 'no arguments'}")
+        if node.keywords or len(node.args) > (1 if takes_dim is True else 0):
+            self.error(node, f"{name}() takes {'at most one dimension argument' if takes_dim is True else 'no arguments'}")
+        if takes_dim == "product":
+            total = self.value(op, [], T.I64, {"dim": 0}, node)
+            for d in range(1, dims):
+                total = self.value("mul", [total, self.value(op, [], T.I64, {"dim": d}, node)],
+                                   T.I64, node=node)
+            return total
+        if takes_dim == "leader":
+            first = self.value(op, [], T.I64, node=node)
+            return self.value("cmp", [first, self.const(0, T.I64, node)], T.BOOL,
+                              {"pred": "eq"}, node)
         if not takes_dim:
             return self.value(op, [], T.I64, node=node)
         if node.args:

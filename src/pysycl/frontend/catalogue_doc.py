@@ -70,7 +70,8 @@ def _builtins_section() -> list[str]:
 
 
 def _methods(title: str, table: dict, note: str = "") -> list[str]:
-    rows = [f"| `{m}({'d' if takes_dim else ''})` | `{op}` |"
+    how = {"product": " (product over the dimensions)", "leader": " == 0"}
+    rows = [f"| `{m}({'d' if takes_dim is True else ''})` | `{op}`{how.get(takes_dim, '')} |"
             for m, (op, takes_dim) in sorted(table.items())]
     return [f"### {title}", "", *([note, ""] if note else []), "| method | IR op |", "|---|---|",
             *rows, ""]

@@ -19,4 +19,5 @@ PURE_PER_ITEM = frozenset({"acc.ptr", "ptr.offset", "ptr.elem", "ptr.field",
                            "wi.global_id", "wi.local_id", "wi.group_id", "wi.global_range",
                            "wi.local_range", "wi.group_range", "wi.global_offset",
                            "wi.global_linear_id", "wi.local_linear_id", "wi.group_linear_id",
-                           "sg.local_id", "sg.local_range", "sg.group_id", "sg.group_range"})
+                           "sg.local_id", "sg.local_range", "sg.group_id", "sg.group_range",
+                           "sg.max_local_range"})

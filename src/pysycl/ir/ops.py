@@ -134,7 +134,7 @@ for _n in ("global_id", "local_id", "group_id", "global_range", "local_range", "
     _op(f"wi.{_n}", 0, 0, "value", ["dim"], f"The work-item's {_n.replace('_', ' ')} in `dim`.")
 for _n in ("global_linear_id", "local_linear_id", "group_linear_id"):
     _op(f"wi.{_n}", 0, 0, "value", [], f"The work-item's {_n.replace('_', ' ')}.")
-for _n in ("local_id", "local_range", "group_id", "group_range"):
+for _n in ("local_id", "local_range", "group_id", "group_range", "max_local_range"):
     _op(f"sg.{_n}", 0, 0, "value", [], f"Sub-group {_n.replace('_', ' ')}.")
 _op("barrier", 0, 0, "none", ["scope"], "group_barrier; scope work_group or sub_group.")
 _op("group.reduce", 1, 0, "value", ["op", "scope"],

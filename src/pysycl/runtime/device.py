@@ -189,6 +189,14 @@ class device:
     def is_accelerator(self) -> bool:
         return self._desc.device_type == "accelerator"
 
+    @property
+    def built_in_kernel_ids(self) -> list:
+        """``info::device::built_in_kernel_ids`` (SYCL 2020 4.6.4.4): the kernel ids of
+        the device's built-in kernels. None of pysycl's backends exposes built-in
+        kernels as SYCL kernels (OpenCL's ``CL_DEVICE_BUILT_IN_KERNELS`` are vendor
+        functions with no SYCL signature), so the list is empty."""
+        return []
+
     # Partitioning (SYCL 2020 4.6.4.2) ----------------------------------------------------
     def create_sub_devices(self, partition, value) -> list["device"]:
         """Split this device: ``dev.create_sub_devices(sycl.info.partition_property

@@ -87,6 +87,7 @@ class _device(enum.Enum):
     partition_type_property = "partition_type_property"
     partition_type_affinity_domain = "partition_type_affinity_domain"
     parent_device = "parent_device"
+    built_in_kernel_ids = "built_in_kernel_ids"
 
 
 class _platform(enum.Enum):

@@ -213,8 +213,30 @@ class queue:
         return get_info(self, descriptor)
 
     # Submission --------------------------------------------------------------------------
-    def submit(self, cgf, depends_on=None) -> event:
-        """Call ``cgf(cgh)`` and enqueue the command it describes."""
+    def submit(self, cgf, depends_on=None, secondary_queue=None) -> event:
+        """Call ``cgf(cgh)`` and enqueue the command it describes.
+
+        ``q.submit(cgf, secondary_queue)`` (SYCL 2020 4.6.5.1): when submitting to this
+        queue fails (the kernel cannot run or build on its device, an argument it
+        does not take...), ``cgf`` is submitted to ``secondary_queue`` instead; if that
+        fails too, its error is raised with this queue's as the cause. Only submission
+        falls back: a command that fails while running reports on its own queue."""
+        if secondary_queue is None and isinstance(depends_on, queue):
+            depends_on, secondary_queue = None, depends_on
+        if secondary_queue is None:
+            return self._submit_cgf(cgf, depends_on)
+        if not isinstance(secondary_queue, queue):
+            raise exception(errc.invalid, f"the secondary queue must be a sycl.queue, not "
+                            f"{type(secondary_queue).__name__}")
+        try:
+            return self._submit_cgf(cgf, depends_on)
+        except Exception as primary:   # never KeyboardInterrupt/SystemExit
+            try:
+                return secondary_queue._submit_cgf(cgf, depends_on)
+            except Exception as secondary:
+                raise secondary from primary
+
+    def _submit_cgf(self, cgf, depends_on) -> event:
         cgh = handler(self)
         if depends_on is not None:
             cgh.depends_on(depends_on)

@@ -173,6 +173,8 @@ class CudaLowering(DeviceDimsLowering):
         b = ctx.builder
         if query == "local_id":
             return _sreg(ctx, "laneid")
+        if query == "max_local_range":
+            return ll.Constant(lt.I64, WARP)
         lin = self.work_item(ctx, "local_linear_id", None)
         sg = b.lshr(lin, ll.Constant(lt.I64, 5))
         if query == "group_id":

@@ -141,7 +141,7 @@ class NativeCpuLowering(TargetLowering):
         # One work-item per sub-group on the CPU (DeviceDescription.sub_group_sizes == (1,)).
         if query == "local_id":
             return _ZERO
-        if query == "local_range":
+        if query in ("local_range", "max_local_range"):
             return _ONE
         if query == "group_id":
             return self.work_item(ctx, "local_linear_id", None)

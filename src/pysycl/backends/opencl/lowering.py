@@ -106,7 +106,8 @@ _WI_BUILTIN = {"global_id": "__spirv_BuiltInGlobalInvocationId",
 _SG_BUILTIN = {"local_id": "__spirv_BuiltInSubgroupLocalInvocationId",
                "local_range": "__spirv_BuiltInSubgroupSize",
                "group_id": "__spirv_BuiltInSubgroupId",
-               "group_range": "__spirv_BuiltInNumSubgroups"}
+               "group_range": "__spirv_BuiltInNumSubgroups",
+               "max_local_range": "__spirv_BuiltInSubgroupMaxSize"}
 
 
 def mangled(name: str, args: str) -> str:
