@@ -436,6 +436,14 @@ class queue:
         cgh.prefetch(ptr, num_bytes)
         return self._enqueue(cgh)
 
+    def update_host(self, acc, *, depends_on=None) -> event:
+        """The queue shortcut of ``handler.update_host`` (SYCL 2020 4.6.5.2): ``acc`` is
+        a placeholder accessor (made without a handler), required by the command."""
+        cgh = self._shortcut(depends_on)
+        cgh.require(acc)
+        cgh.update_host(acc)
+        return self._enqueue(cgh)
+
     def mem_advise(self, ptr, num_bytes, advice, *, depends_on=None) -> event:
         cgh = self._shortcut(depends_on)
         cgh.mem_advise(ptr, num_bytes, advice)

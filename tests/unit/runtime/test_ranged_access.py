@@ -229,6 +229,17 @@ def test_update_host_makes_the_array_current(queue, shape, rng, off):
     b.close()
 
 
+def test_queue_update_host_shortcut(queue):
+    data = np.random.default_rng(3).integers(-10 ** 6, 10 ** 6, 40).astype(np.int32)
+    host = data.copy()
+    b = sycl.buffer(host)
+    queue.submit(lambda cgh: cgh.parallel_for(
+        sycl.range(40), TWICE[1], sycl.accessor(b, cgh, sycl.read_write)))
+    queue.update_host(sycl.accessor(b, sycl.read_only)).wait()   # a placeholder accessor
+    np.testing.assert_array_equal(host, data * 2 + 1)             # before close
+    b.close()
+
+
 def test_accessor_queries_and_bad_ranges(queue):
     b = sycl.buffer(np.zeros((4, 6), np.float32))
     seen = {}
