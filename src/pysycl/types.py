@@ -136,6 +136,51 @@ class SpecConstantAnnotation(FrozenValue):
         _set(self, "spec_id", spec_id)
 
 
+class ReducerAnnotation(FrozenValue):
+    """``reducer[T]``, ``reducer[T, op]``, ``reducer[T, n]``, ``reducer[T, n, op]``: a
+    reduction variable (SYCL 2020 4.10.6.3). ``extent`` is 0 for a scalar reducer, n
+    for one over a span of n elements (``r[i] += x``; C++ requires a static extent).
+    ``op`` is the operator's IR name, or None when the kernel's use (``+=``...) tells."""
+
+    __slots__ = _fields = ("dtype", "extent", "op")
+    dtype: np.dtype
+    extent: int
+    op: str | None
+
+    def __init__(self, dtype, extent=0, op=None):
+        _set(self, "dtype", dtype)
+        _set(self, "extent", extent)
+        _set(self, "op", op)
+
+
+def reducer_annotation(params) -> ReducerAnnotation:
+    from .functional import as_operator
+    if not isinstance(params, tuple):
+        params = (params,)
+    dt, extent, op = as_dtype(params[0]), 0, None
+    for p in params[1:]:
+        if isinstance(p, (int, np.integer)) and not isinstance(p, bool) and not extent \
+                and op is None:
+            if p <= 0:
+                raise TypeError(f"a span reducer's extent must be positive, not {p}")
+            extent = int(p)
+        elif as_operator(p) is not None and op is None:
+            op = as_operator(p).ir_name
+        else:
+            raise TypeError(f"sycl.reducer[T, n, op]: {p!r} is neither an extent nor a "
+                            "SYCL function object (sycl.plus, sycl.minimum, ...)")
+    return ReducerAnnotation(dt, extent, op)
+
+
+class reducer:
+    """Annotation ``sycl.reducer[T]`` (or ``[T, op]``, ``[T, n]``, ``[T, n, op]``): the
+    kernel parameter a ``sycl.reduction`` argument binds to; in the kernel ``r += x``,
+    ``r.combine(x)``, ``r[i] += x`` (span), ``r.identity()``."""
+
+    def __class_getitem__(cls, params):
+        return reducer_annotation(params)
+
+
 class KernelHandlerAnnotation:
     """``sycl.kernel_handler``: supplied by the runtime, not passed by the caller."""
 

@@ -19,7 +19,7 @@ PACKAGE = "pysycl"
 # the compiler layer the three folders are independent of one another (each builds on `ir`),
 # and within `backends` a concrete backend never imports another one.
 LAYERS = (
-    ("vocabulary", {"_records", "errors", "types", "config", "properties", "detail",
+    ("vocabulary", {"_records", "errors", "types", "config", "properties", "detail", "functional",
                     "spec_values", "host_objects"}),
     ("ir", {"ir"}),
     ("compiler", {"frontend", "passes", "codegen"}),

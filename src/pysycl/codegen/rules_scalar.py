@@ -90,8 +90,10 @@ def lower_simple_binop(ctx, op):
     if s.is_float:
         if op.name not in _FLOAT_BINOPS:
             raise ctx.error(op, f"{op.name} is not defined on {op.type}")
-        return getattr(ctx.builder, _FLOAT_BINOPS[op.name])(a, b,
-                                                             flags=ctx.lowering.float_flags)
+        flags = ctx.lowering.float_flags
+        if op.attrs.get("reassoc"):
+            flags = flags + ctx.lowering.reassoc_flags
+        return getattr(ctx.builder, _FLOAT_BINOPS[op.name])(a, b, flags=flags)
     return getattr(ctx.builder, _INT_BINOPS[op.name])(a, b)
 
 

@@ -40,6 +40,10 @@ class TargetLowering:
     #: rounded on its own, as IEEE 754 and NumPy. ``("contract",)`` lets the backend fuse
     #: a multiply and an add into one FMA (one rounding instead of two).
     float_flags: tuple[str, ...] = ()
+    #: Flags added to a float ``add``/``mul`` with attr ``reassoc`` (a reducer's private
+    #: accumulation, whose order SYCL leaves open, 4.10.6): ``("reassoc",)`` lets the loop
+    #: vectoriser keep several partial sums. Empty: such chains stay in source order.
+    reassoc_flags: tuple[str, ...] = ()
     #: Calling convention of the internal helper functions codegen adds (the failure
     #: path of checked builds); "" is LLVM's default.
     helper_calling_convention = ""

@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import functional
 from .._records import FrozenValue
 from ..ir import types as T
 from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
@@ -382,10 +383,26 @@ def _reduce(lw, node):
     """reduce_over_group(g, x, sycl.plus()): IR op group.reduce {op, scope}."""
     g, x, op = _args(lw, node, 3, "reduce_over_group")
     g = _group(lw, g, node)
-    if not (isinstance(op, Obj) and isinstance(op.value, kernel_api._group_op)):
-        lw.error(node.args[2], "the operator must be sycl.plus(), sycl.minimum() or sycl.maximum()")
     v = lw.materialize(lw.operand(x, node), node)
-    return lw.value("group.reduce", [v], v.type, {"op": op.value.ir_name, "scope": g.scope}, node)
+    name = operator_name(lw, op, v.type, node.args[2])
+    return lw.value("group.reduce", [v], v.type, {"op": name, "scope": g.scope}, node)
+
+
+def operator_name(lw, fv, ty, node) -> str:
+    """The IR name of a function object given in kernel code (``sycl.plus()``) that
+    combines ``ty`` values; a compile error names what is wrong."""
+    op = functional.as_operator(fv.value) if isinstance(fv, Obj) else None
+    if op is None:
+        lw.error(node, "the operator must be a SYCL function object such as sycl.plus()",
+                 "sycl.plus, multiplies, minimum, maximum, bit_and, bit_or, bit_xor, "
+                 "logical_and, logical_or")
+    s = ty.elem if isinstance(ty, T.VecType) else ty
+    if not isinstance(s, T.ScalarType):
+        lw.error(node, f"group operators combine scalars or vecs, not {ty}")
+    problem = functional.operand_problem(op, s.dtype)
+    if problem:
+        lw.error(node, problem)
+    return op.ir_name
 
 
 ATOMIC_TYPES = frozenset({T.I32, T.I64, T.U32, T.U64, T.F32, T.F64})
@@ -479,7 +496,8 @@ def _synthetic_subscript(node):
     return ast.copy_location(sub, node.args[0])
 
 
-for _cls in (kernel_api.plus, kernel_api.minimum, kernel_api.maximum):
+for _cls in functional.OPERATORS.values():
     add_builtin(f"sycl.{_cls.__name__}", [_cls],
-                f"sycl.{_cls.__name__}(): operator of reduce_over_group (group.reduce op={_cls.ir_name})")(
+                f"sycl.{_cls.__name__}(): function object of group algorithms and reducers "
+                f"(op={_cls.ir_name})")(
         lambda lw, node, c=_cls: (_args(lw, node, 0, c.__name__), Obj(c()))[1])

@@ -15,11 +15,14 @@ import numpy as np
 from .. import types as pt
 from ..host_objects import specialization_id
 from ..ir import types as T
+from ..ir.builder import Builder
 from ..ir.core import Value
 from . import builtins as catalogue
 from . import kernel_api
+from .diagnostics import loc_of
 from .lowering import describe, type_name
-from .values import AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak
+from .values import (AtomicHandle, GroupHandle, Lit, Obj, Ptr, ReducerHandle, SpecPlaceholder,
+                     TupleVal, Weak)
 
 # method -> (op, takes a dim); kind "item"/"id" (range launches), "nd_item", groups.
 # An entry's second item: True (takes a dimension), False (none), "product" (the
@@ -189,6 +192,8 @@ class CallRules:
         if isinstance(base, GroupHandle):
             table = GROUP_METHODS if base.scope == "work_group" else SUB_GROUP_METHODS
             return self.query(table, name, base.dims, node, base.scope.replace("_", "-"))
+        if isinstance(base, ReducerHandle):
+            return self.reducer_method(base, name, node)
         if isinstance(base, SpecPlaceholder):
             self._no_args(node, name, "get")
             decl = self.session.use_spec_constant(base.spec_id, self.src, node)
@@ -363,6 +368,45 @@ class CallRules:
         if isinstance(target, ast.Name) and target.id in self.slots:
             self.assign_name(target.id, old, target)
         return ok
+
+    # Reducers (SYCL 2020 4.10.6.3) --------------------------------------------------------
+    def reducer_target(self, target) -> ReducerHandle | None:
+        """The reducer (element) an assignment target names, or None."""
+        root = target.value if isinstance(target, ast.Subscript) else target
+        if not (isinstance(root, ast.Name) and isinstance(self.env.get(root.id), ReducerHandle)
+                and root.id not in self.slots and root.id not in self.handles):
+            return None
+        place = self.place(target, write=True)
+        if not isinstance(place, ReducerHandle):
+            self.error(target, f"'{root.id}' is a reducer; combine into it with +=, *=, "
+                       "&=, |=, ^= or combine(x)")
+        return place
+
+    def reducer_method(self, r: ReducerHandle, name: str, node):
+        if name == "combine" and len(node.args) == 1 and not node.keywords:
+            self.reducer_combine(r, self.wexpr(node.args[0]), node)
+            return Obj(None)
+        if name == "identity" and not node.args and not node.keywords:
+            return r.identity
+        self.error(node.func, f"a reducer has combine(x) and identity(), not {name}() with "
+                   "these arguments", "r += x, r *= x, r &= x, r |= x, r ^= x, "
+                   "r[i] += x for a span reducer")
+
+    def reducer_combine(self, r: ReducerHandle, fv, node) -> None:
+        """``acc = op(acc, x)`` on the work-item's accumulator (an element of it for a
+        span reducer). Marked reassociable: SYCL leaves the order of a reduction open."""
+        if r.extent and r.index is None:
+            self.error(node, f"'{r.name}' is a span reducer of {r.extent} elements: "
+                       f"combine into an element, {r.name}[i]")
+        x = self.coerce(self.operand(fv, node), r.elem, node)
+        b = Builder(self.regions[-1], loc_of(self.src, node))
+        if r.index is None:
+            b.store_var(r.acc, b.combine(r.op, b.load_var(r.acc, r.elem), x, reassoc=True))
+            return
+        arr = T.ArrayType(r.elem, r.extent)
+        base = b.op("var.addr", type=T.PointerType(arr, "private"), name=r.acc)
+        p = b.op("ptr.elem", base, r.index, type=T.PointerType(r.elem, "private"))
+        b.store(p, b.combine(r.op, b.load(p), x, reassoc=True))
 
     def device_global_method(self, place: Ptr, name: str, node):
         if name == "get" and not node.args:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import types as pt
 from ..errors import exception
 from ..ir import types as T
-from ..ir.core import Function, Loc, Module, Param, Region, SpecConstantDecl, DeviceGlobalDecl
+from ..ir.core import Function, Loc, Module, Op, Param, Region, SpecConstantDecl, DeviceGlobalDecl
 from ..properties import to_meta
 from .calls import CallRules
 from .diagnostics import error_at
@@ -28,11 +28,12 @@ from .lowering import LoweringBase, stored_roots, type_name
 from .memory import MemoryRules
 from .vectors import VecRules
 from .signature import (annotations_of, check_plain_params, defaults_of, ir_properties,
-                        ir_type, is_dtype_like, kernel_signature, param_info, param_kind)
+                        ir_type, is_dtype_like, kernel_signature, param_info, param_kind,
+                        reducer_params)
 from .statements import StatementRules
 from .scope import classify_value
 from .typing_rules import default_type
-from .values import HANDLES, Lit, Obj, SpecPlaceholder, TupleVal
+from .values import HANDLES, Lit, Obj, ReducerHandle, SpecPlaceholder, TupleVal
 
 
 class FunctionLowerer(StatementRules, ExpressionRules, MemoryRules, CallRules, VecRules,
@@ -43,6 +44,11 @@ class FunctionLowerer(StatementRules, ExpressionRules, MemoryRules, CallRules, V
         # Reassigned parameters live in slots initialised from the parameter; the slots
         # exist before the body is lowered so every use goes through them.
         init = Region()
+        for h in self.env.values():
+            if isinstance(h, ReducerHandle):   # the accumulator (lower_reducers fills it)
+                t = T.ArrayType(h.elem, h.extent) if h.extent else h.elem
+                self.entry_ops.append(Op("var", [], T.VOID, {"name": h.acc, "type": t}, None,
+                                         _loc(self.parsed)))
         with self.region(init):
             for p in slot_params:
                 self.declare_slot(p.name, p.type, self.parsed.node)
@@ -94,7 +100,11 @@ class ImageBuilder:
         parsed = kfn.parsed()
         sig = kernel_signature(parsed)
         params, env = [], {}
+        reducers = []
         for info in sig.params:
+            if info.kind == "reducer":
+                env[info.name] = self._reducer(info, params, reducers)
+                continue
             ty = ir_type(info)
             if ty is None:  # spec_constant[T, S] placeholder: reads S through spec.get
                 env[info.name] = SpecPlaceholder(info.name, T.type_from_dtype(info.dtype),
@@ -105,8 +115,22 @@ class ImageBuilder:
             env[info.name] = p.value
         func = Function(kfn.name, "kernel", params, T.VOID, None, _loc(parsed),
                         to_meta(kfn.properties.of_category("kernel")))
+        if reducers:
+            func.attrs["reducers"] = reducers
         self._lower(kfn, parsed, func, env, T.VOID, is_kernel=True)
         return func
+
+    @staticmethod
+    def _reducer(info, params: list, reducers: list) -> ReducerHandle:
+        """The IR parameters of a reducer (``signature.reducer_params``) and its handle;
+        the accumulator var is declared by the lowerer, initialised by the passes."""
+        made = [Param(n, t) for n, t in reducer_params(info)]
+        params.extend(made)
+        elem = T.type_from_dtype(info.dtype)
+        acc = f"{info.name}.acc"
+        reducers.append({"name": info.name, "op": info.op, "extent": info.dims or 0,
+                         "strategy": info.strategy, "acc": acc})
+        return ReducerHandle(info.name, elem, info.dims or 0, info.op, acc, made[1].value)
 
     def add_external_definition(self, efn) -> Function:
         parsed = efn.parsed()
@@ -121,8 +145,9 @@ class ImageBuilder:
         try:
             rebound, in_place = stored_roots(parsed.node)
             by_value = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
-            slots = [p for p in func.params if p.name in rebound
-                     or p.name in in_place and isinstance(p.type, by_value)]
+            slots = [p for p in func.params if (p.name in rebound
+                     or p.name in in_place and isinstance(p.type, by_value))
+                     and not isinstance(env.get(p.name), ReducerHandle)]
             # Weak locals that strong values are assigned to (``acc = 0.0`` then
             # ``acc += x_f32``) get their type from those assignments, which may come after
             # uses: lower again with the types found, until no new one appears (each pass

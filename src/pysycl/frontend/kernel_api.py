@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import errc, exception
+from ..functional import (bit_and, bit_or, bit_xor, logical_and, logical_or, maximum,  # noqa: F401
+                          minimum, multiplies, plus)
 from ..types import as_dtype, memory_order, memory_scope
 
 
@@ -70,38 +72,3 @@ def group_barrier(group, fence_scope=None):
 def reduce_over_group(group, x, op):
     """Combine ``x`` over the group with ``op`` (``sycl.plus()``, ``minimum()``, ``maximum()``)."""
     _kernel_only("reduce_over_group")
-
-
-class _group_op:
-    #: The IR ``group.reduce`` op attribute.
-    ir_name = ""
-
-    def __call__(self, a, b):
-        raise NotImplementedError
-
-    def __eq__(self, other):
-        return type(self) is type(other)
-
-    def __hash__(self):
-        return hash(type(self))
-
-
-class plus(_group_op):
-    ir_name = "plus"
-
-    def __call__(self, a, b):
-        return a + b
-
-
-class minimum(_group_op):
-    ir_name = "minimum"
-
-    def __call__(self, a, b):
-        return min(a, b)
-
-
-class maximum(_group_op):
-    ir_name = "maximum"
-
-    def __call__(self, a, b):
-        return max(a, b)

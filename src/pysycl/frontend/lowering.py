@@ -21,7 +21,7 @@ from .diagnostics import error_at, loc_of
 from .scope import classify_value
 from .source import ParsedFunction, lookup_name
 from .typing_rules import binary_result, default_type, literal_fits
-from .values import HANDLES, AtomicHandle, Lit, Obj, TupleVal, Weak, is_weak
+from .values import HANDLES, AtomicHandle, Lit, Obj, ReducerHandle, TupleVal, Weak, is_weak
 
 
 class Slot(Record):
@@ -216,6 +216,9 @@ class LoweringBase:
         return slot
 
     def assign_name(self, name: str, fv, node) -> None:
+        if isinstance(self.env.get(name), ReducerHandle) and name not in self.slots:
+            self.error(node, f"cannot assign to reducer '{name}'",
+                       f"combine into it: {name} += x or {name}.combine(x)")
         if isinstance(fv, HANDLES) or (isinstance(fv, Obj) and not isinstance(fv.value, (np.generic, np.void))):
             if name in self.slots:
                 self.error(node, f"cannot assign {describe(fv)} to '{name}', which holds a "

@@ -25,7 +25,7 @@ from ..ir import types as T
 from ..ir.core import Value
 from .lowering import type_name
 from .scope import classify_value, host_table
-from .values import HostTable, Lit, Obj, Ptr, TupleVal, Weak, strong
+from .values import HostTable, Lit, Obj, Ptr, ReducerHandle, TupleVal, Weak, strong
 
 AGGREGATES = (T.StructType, T.ArrayType, T.VecType, T.TupleType)
 
@@ -131,6 +131,8 @@ class MemoryRules:
             base = self.read(base, node)
         if isinstance(base, TupleVal):
             return self._tuple_subscript(base, node)
+        if isinstance(base, ReducerHandle):
+            return self._reducer_elem(base, node)
         if not isinstance(base, Value):
             self.error(node, f"{_py_name(getattr(base, 'value', base))} cannot be indexed in kernel code")
         return self._value_subscript(base, node)
@@ -156,6 +158,14 @@ class MemoryRules:
         if weak and isinstance(elem, T.ScalarType):
             return Weak(self.read(place, node))
         return place
+
+    def _reducer_elem(self, r: ReducerHandle, node) -> ReducerHandle:
+        """``r[i]`` of a span reducer: a reducer of element ``i`` (SYCL 2020 4.10.6.3)."""
+        if not r.extent or r.index is not None:
+            self.error(node, f"reducer '{r.name}' is not a span reducer and cannot be indexed",
+                       "annotate sycl.reducer[T, n] for a reduction over n elements")
+        i = self.index_value(self.expr(node.slice), node.slice)
+        return ReducerHandle(r.name, r.elem, r.extent, r.op, r.acc, r.identity, i)
 
     def _array_elem(self, base: Ptr, node):
         idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]

@@ -15,7 +15,17 @@ struct / vec / array dtype  struct              struct / vec / array type (by va
 ``global_ptr[T]``           global_ptr          ``ptr<global,T>``
 ``annotated_ptr[T, p]``     global_ptr          ``ptr<global,T>`` + meta properties + annotation
 ``spec_constant[T, S]``     spec_placeholder    none: ``p.get()`` is ``spec.get{id=<S's ID>}``
+``reducer[T, n, op]``       reducer             ``ptr<global,T>`` (the result), ``T`` (the
+                                                identity) and, for the last-group strategy,
+                                                ``ptr<global,T>`` + ``ptr<global,u32>``
+                                                (work-group results and a done counter)
 ==========================  ==================  ==========================================
+
+A reducer's operator comes from its annotation or, when the annotation has none, from the
+kernel's augmented assignments to it (``r += x`` is ``sycl.plus``...; SYCL 2020 4.10.6.3
+defines each only for its operator). The kernel's ``reducers`` attribute records each
+reducer (name, operator, extent, strategy, accumulator variable) for the passes that
+lower it and for :func:`signature_from_ir`.
 
 >>> import numpy as np
 >>> param_kind(np.float32)
@@ -31,6 +41,7 @@ import numpy as np
 
 from .. import types as pt
 from .._records import FrozenValue
+from ..functional import AUGMENTED, operand_problem, reduction_strategy
 from ..ir import types as T
 from ..properties import POINTER_ANNOTATION, annotation_string, properties_for, to_meta
 from .diagnostics import error_at
@@ -47,7 +58,7 @@ class ParamInfo(FrozenValue):
     semantics, _records.py.)"""
 
     __slots__ = _fields = ("name", "kind", "dtype", "dims", "mode", "properties",
-                           "index_kind", "annotated", "spec_id")
+                           "index_kind", "annotated", "spec_id", "op")
     name: str
     kind: str            # index, kernel_handler, scalar, struct, accessor, local_accessor,
                          # global_ptr, spec_placeholder
@@ -58,10 +69,12 @@ class ParamInfo(FrozenValue):
     index_kind: str | None            # for kind "index": id, item, nd_item
     annotated: bool                   # annotated_ptr: properties also annotate the pointer
     spec_id: Any                      # spec_placeholder: the specialization_id it reads
+    op: str | None                    # reducer: the operator's IR name (dims: the extent)
 
     def __init__(self, name: str, kind: str, dtype: np.dtype | None = None,
                  dims: int | None = None, mode: str | None = None, properties: Any = None,
-                 index_kind: str | None = None, annotated: bool = False, spec_id: Any = None):
+                 index_kind: str | None = None, annotated: bool = False, spec_id: Any = None,
+                 op: str | None = None):
         _set(self, "name", name)
         _set(self, "kind", kind)
         _set(self, "dtype", dtype)
@@ -71,6 +84,14 @@ class ParamInfo(FrozenValue):
         _set(self, "index_kind", index_kind)
         _set(self, "annotated", annotated)
         _set(self, "spec_id", spec_id)
+        _set(self, "op", op)
+
+    @property
+    def strategy(self) -> str | None:
+        """A reducer's ``functional.reduction_strategy`` (None for other kinds)."""
+        if self.kind != "reducer" or self.op is None:
+            return None
+        return reduction_strategy(self.op, self.dtype)
 
 
 class KernelSignature(FrozenValue):
@@ -137,6 +158,8 @@ def param_kind(ann) -> str | None:
         return "global_ptr"
     if isinstance(ann, pt.SpecConstantAnnotation):
         return "spec_placeholder"
+    if isinstance(ann, pt.ReducerAnnotation):
+        return "reducer"
     if is_dtype_like(ann):
         dt = pt.as_dtype(ann)
         return "struct" if dt.fields is not None or dt.subdtype is not None else "scalar"
@@ -158,6 +181,8 @@ def param_info(name: str, ann) -> ParamInfo:
                          annotated=getattr(ann, "annotated", False))
     if kind == "spec_placeholder":
         return ParamInfo(name, kind, ann.dtype, spec_id=ann.spec_id)
+    if kind == "reducer":
+        return ParamInfo(name, kind, ann.dtype, ann.extent, op=ann.op)
     return ParamInfo(name, kind, pt.as_dtype(ann))
 
 
@@ -174,9 +199,24 @@ def ir_type(info: ParamInfo) -> T.Type | None:
         return T.LocalAccessorType(T.type_from_dtype(info.dtype), info.dims)
     if k == "global_ptr":
         return T.PointerType(T.type_from_dtype(info.dtype), "global")
-    if k == "spec_placeholder":
+    if k in ("spec_placeholder", "reducer"):
         return None
     return T.type_from_dtype(info.dtype)
+
+
+REDUCER_PARTS = ("identity", "partials", "count")
+
+
+def reducer_params(info: ParamInfo) -> list[tuple[str, T.Type]]:
+    """The IR parameters of a reducer, in ABI order (see the module table)."""
+    t = T.type_from_dtype(info.dtype)
+    out = [(info.name, T.PointerType(t, "global")), (f"{info.name}.identity", t)]
+    if info.strategy == "last_group":
+        # bool results are kept as 0/1 bytes (passes/lower_reducers.py says why)
+        part = T.U8 if t == T.BOOL else t
+        out += [(f"{info.name}.partials", T.PointerType(part, "global")),
+                (f"{info.name}.count", T.PointerType(T.U32, "global"))]
+    return out
 
 
 def ir_properties(info: ParamInfo, kernel_name: str = "") -> dict[str, str]:
@@ -224,6 +264,8 @@ def kernel_signature(parsed: ParsedFunction) -> KernelSignature:
                      "specialization_id it reads", f"annotate it sycl.spec_constant["
                      f"np.{info.dtype}, my_id] (or sycl.spec_constant[my_id]), as "
                      "spec_constant<T, ID> in C++")
+        if info.kind == "reducer":
+            info = _reducer_info(parsed, arg, info)
         if info.kind == "index" and i != 0:
             error_at(parsed.source, arg, f"the index parameter '{arg.arg}' must come first")
         if info.kind == "index" and info.index_kind not in INDEX_KINDS:
@@ -233,6 +275,42 @@ def kernel_signature(parsed: ParsedFunction) -> KernelSignature:
     first = infos[0] if infos and infos[0].kind == "index" else None
     return KernelSignature(tuple(infos), first.index_kind if first else None,
                            first.dims if first else None)
+
+
+_AUG_NAMES = {ast.Add: "add", ast.Mult: "mul", ast.BitAnd: "and", ast.BitOr: "or",
+              ast.BitXor: "xor"}
+
+
+def _reducer_info(parsed: ParsedFunction, arg: ast.arg, info: ParamInfo) -> ParamInfo:
+    """``info`` with its operator: the annotation's, checked against the augmented
+    assignments to the reducer, or the one they imply."""
+    name, found = info.name, None
+    for node in ast.walk(parsed.node):
+        if not isinstance(node, ast.AugAssign):
+            continue
+        t = node.target.value if isinstance(node.target, ast.Subscript) else node.target
+        if not (isinstance(t, ast.Name) and t.id == name):
+            continue
+        op = AUGMENTED.get(_AUG_NAMES.get(type(node.op), ""))
+        if op is None:
+            error_at(parsed.source, node, f"reducer '{name}' takes +=, *=, &=, |=, ^= or "
+                     "combine(x)", "min and max: annotate sycl.reducer[T, sycl.minimum] "
+                     "and call combine(x)")
+        want = info.op or found
+        if want is not None and op != want:
+            error_at(parsed.source, node, f"this augmented assignment means sycl.{op}(), "
+                     f"but reducer '{name}' combines with sycl.{want}()",
+                     "use combine(x) for any operator")
+        found = op
+    op = info.op or found
+    if op is None:
+        error_at(parsed.source, arg, f"the operator of reducer '{name}' is unknown",
+                 f"annotate it with its operator, e.g. sycl.reducer[np.{info.dtype}, "
+                 "sycl.plus], as C++'s reducer type carries it")
+    problem = operand_problem(op, info.dtype)
+    if problem is not None:
+        error_at(parsed.source, arg, f"reducer '{name}': {problem}")
+    return ParamInfo(name, "reducer", info.dtype, info.dims, op=op)
 
 
 def defaults_of(fn) -> dict[str, Any]:
@@ -247,9 +325,17 @@ def signature_from_ir(fn) -> KernelSignature:
     inverse of :func:`ir_type`. ``spec_constant[T]`` placeholders have no IR
     parameter, so such kernels need their Python definition."""
     infos = []
+    reducers = {r["name"]: r for r in fn.attrs.get("reducers", ())}
     for p in fn.params:
         t = p.type
-        if isinstance(t, T.IndexSpaceType) and t.kind == "kernel_handler":
+        r = reducers.get(p.name)
+        if r is not None:
+            infos.append(ParamInfo(p.name, "reducer", T.dtype_of(t.pointee), int(r["extent"]),
+                                   op=r["op"]))
+        elif p.name.rpartition(".")[0] in reducers and \
+                p.name.rpartition(".")[2] in REDUCER_PARTS:
+            continue    # the reducer's other parameters
+        elif isinstance(t, T.IndexSpaceType) and t.kind == "kernel_handler":
             infos.append(ParamInfo(p.name, "kernel_handler"))
         elif isinstance(t, T.IndexSpaceType):
             infos.append(ParamInfo(p.name, "index", None, t.dims, index_kind=t.kind))

@@ -59,6 +59,10 @@ class StatementRules:
     def stmt_AugAssign(self, node):
         op = self.binop_name(node.op, node)
         t = node.target
+        reducer = self.reducer_target(t)
+        if reducer is not None:
+            # r += x is r.combine(x) for a plus reducer (the signature checked the op).
+            return self.reducer_combine(reducer, self.wexpr(node.value), node)
         if isinstance(t, ast.Name):
             result = self.binop(op, self.read_name(t.id, t), self.wexpr(node.value), node)
             return self.assign_name(t.id, result, node)

@@ -10,8 +10,8 @@ An expression is one of:
   ``a, b = b, a`` need no IR tuple;
 - :class:`Obj`: a compile-time Python object (a module, ``np.float32``, a
   ``@sycl.device`` function, a ``specialization_id``, an enum member...);
-- a handle (:class:`GroupHandle`, :class:`AtomicHandle`, :class:`SpecPlaceholder`): a
-  SYCL object with no storage, whose methods lower to ops.
+- a handle (:class:`GroupHandle`, :class:`AtomicHandle`, :class:`SpecPlaceholder`,
+  :class:`ReducerHandle`): a SYCL object with no storage, whose methods lower to ops.
 
 A memory location (accessor element, struct field of a local...) is a :class:`Ptr`;
 reading it is a ``load``, writing a ``store``.
@@ -133,6 +133,31 @@ class SpecPlaceholder(_FrozenValue):
         _set(self, "spec_id", spec_id)
 
 
+class ReducerHandle(_FrozenValue):
+    """A ``sycl.reducer`` parameter (or, with ``index``, one element of a span reducer):
+    ``combine`` updates the work-item's accumulator, the var ``acc`` (an array of
+    ``extent`` elements for a span); the passes of each target initialise it with
+    ``identity`` and combine it into memory (passes/lower_reducers.py)."""
+
+    __slots__ = _fields = ("name", "elem", "extent", "op", "acc", "identity", "index")
+    name: str
+    elem: T.Type
+    extent: int
+    op: str
+    acc: str
+    identity: Value
+    index: Value | None
+
+    def __init__(self, name, elem, extent, op, acc, identity, index=None):
+        _set(self, "name", name)
+        _set(self, "elem", elem)
+        _set(self, "extent", extent)
+        _set(self, "op", op)
+        _set(self, "acc", acc)
+        _set(self, "identity", identity)
+        _set(self, "index", index)
+
+
 class Ptr(_FrozenValue):
     """A memory location. ``readonly`` names the read_only accessor it came from;
     ``device_global`` is the host object when the location is a whole device_global."""
@@ -152,9 +177,10 @@ class Ptr(_FrozenValue):
         return self.value.type.pointee
 
 
-FV = Union[Value, Lit, Weak, Obj, TupleVal, GroupHandle, AtomicHandle, SpecPlaceholder]
+FV = Union[Value, Lit, Weak, Obj, TupleVal, GroupHandle, AtomicHandle, SpecPlaceholder,
+           ReducerHandle]
 
-HANDLES = (GroupHandle, AtomicHandle, SpecPlaceholder)
+HANDLES = (GroupHandle, AtomicHandle, SpecPlaceholder, ReducerHandle)
 
 
 def type_of(fv) -> T.Type | None:

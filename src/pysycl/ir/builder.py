@@ -13,7 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from .core import UNKNOWN_LOC, Loc, Op, Region, Value
-from .types import BOOL, VOID, PointerType, Type
+from .types import BOOL, VOID, PointerType, ScalarType, Type, VecType
+
+#: IR op of each SYCL function object (``logical_*`` compare with zero first).
+COMBINE_OPS = {"plus": "add", "multiplies": "mul", "minimum": "min", "maximum": "max",
+               "bit_and": "and", "bit_or": "or", "bit_xor": "xor", "logical_and": "and",
+               "logical_or": "or"}
+_BOOL_OPERATORS = {"plus": "bit_or", "multiplies": "bit_and", "minimum": "bit_and",
+                   "maximum": "bit_or", "logical_and": "bit_and", "logical_or": "bit_or"}
 
 
 class Builder:
@@ -60,6 +67,31 @@ class Builder:
 
     def cmp(self, pred: str, a: Value, b: Value, loc: Loc | None = None) -> Value:
         return self.op("cmp", a, b, type=BOOL, loc=loc, pred=pred)
+
+    def combine(self, operator: str, a: Value, b: Value, reassoc: bool = False) -> Value:
+        """``operator(a, b)`` for a SYCL function object's IR name (``"plus"``...), in
+        ``a``'s type. ``reassoc``: the order of a chain of these may change (reductions),
+        so a float chain may vectorise.
+
+        >>> from .types import I32
+        >>> b = Builder(Region()); x = b.const(2, I32)
+        >>> b.combine("logical_or", x, x).type
+        i32
+        """
+        t = a.type
+        s = t.elem if isinstance(t, VecType) else t
+        if s == BOOL:    # NumPy's bool arithmetic: + is or, * is and
+            operator = _BOOL_OPERATORS.get(operator, operator)
+        elif operator.startswith("logical_"):
+            zero = self.const(0, s) if isinstance(t, ScalarType) else \
+                self.op("vec.make", self.const(0, s), type=t)
+            mask = BOOL if isinstance(t, ScalarType) else VecType(BOOL, t.n)
+            a2 = self.op("cmp", a, zero, type=mask, pred="ne")
+            b2 = self.op("cmp", b, zero, type=mask, pred="ne")
+            r = self.op(COMBINE_OPS[operator], a2, b2, type=mask)
+            return self.op("cast", r, type=t)
+        attrs = {"reassoc": True} if reassoc and operator in ("plus", "multiplies") else {}
+        return self.op(COMBINE_OPS[operator], a, b, type=t, attrs=attrs)
 
     def if_(self, cond: Value, loc: Loc | None = None) -> tuple["Builder", "Builder"]:
         op = self.op("if", cond, loc=loc, regions=[Region(), Region()])

@@ -138,7 +138,8 @@ for _n in ("local_id", "local_range", "group_id", "group_range", "max_local_rang
     _op(f"sg.{_n}", 0, 0, "value", [], f"Sub-group {_n.replace('_', ' ')}.")
 _op("barrier", 0, 0, "none", ["scope"], "group_barrier; scope work_group or sub_group.")
 _op("group.reduce", 1, 0, "value", ["op", "scope"],
-    "reduce_over_group; op in plus, minimum, maximum; scope work_group or sub_group.")
+    "reduce_over_group; op a SYCL function object (plus, multiplies, minimum, maximum, "
+    "bit_and, bit_or, bit_xor, logical_and, logical_or); scope work_group or sub_group.")
 
 # Atomics (attrs order: relaxed/acquire/release/acq_rel/seq_cst; scope: work_item,
 # sub_group, work_group, device, system) -----------------------------------------

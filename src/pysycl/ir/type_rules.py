@@ -30,7 +30,8 @@ BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "a
           "xor", "shl", "shr")
 UNARY = ("neg", "not", "abs")
 CMP_PREDS = ("eq", "ne", "lt", "le", "gt", "ge")
-REDUCE_OPS = ("plus", "minimum", "maximum")
+REDUCE_OPS = ("plus", "multiplies", "minimum", "maximum", "bit_and", "bit_or", "bit_xor",
+              "logical_and", "logical_or")
 RMW_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg")
 ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")
 SCOPES = ("work_item", "sub_group", "work_group", "device", "system")

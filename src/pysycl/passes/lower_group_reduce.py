@@ -25,9 +25,6 @@ from pysycl.ir.builder import Builder
 from pysycl.ir.core import Module, Op, Region
 from pysycl.ir.types import BOOL, I64
 
-COMBINE = {"plus": "add", "minimum": "min", "maximum": "max"}
-
-
 def lower_group_reduce(m: Module, options=None) -> Module:
     """Lower every work-group reduction of every kernel of ``m`` (in place; returns ``m``)."""
     for f in m.kernels:
@@ -58,7 +55,7 @@ def _lower(op: Op, decls: list[Op]) -> list[Op]:
     lid = b.op("wi.local_linear_id", type=I64)
     first, rest = b.if_(b.op("cmp", lid, b.const(0, I64), type=BOOL, pred="eq"))
     first.store_var(name, x)
-    rest.store_var(name, rest.op(COMBINE[op.attrs["op"]], rest.load_var(name, t), x, type=t))
+    rest.store_var(name, rest.combine(op.attrs["op"], rest.load_var(name, t), x))
     b.op("barrier", scope="work_group")
     # The reduce's result Value stays the same object, so its users need no rewriting.
     ops.append(_retarget(op, name))

@@ -26,6 +26,7 @@ from pysycl.ir.verifier import verify_module
 
 from .bounds_checks import insert_bounds_checks
 from .lower_group_reduce import lower_group_reduce
+from .lower_reducers import finish_reducers_native, lower_reducers, prepare_reducers_native
 from .unroll_static_range import unroll_static_range
 from .work_group_fission import work_group_fission
 
@@ -155,10 +156,15 @@ def native_cpu_kernel_pipeline(bounds: bool = False) -> PassManager:
         _add_bounds_checks(pm)
     pm.add_pass(forward_constant_vars, "loops over a constant local (a literal spec constant) "
                                        "get a constant trip count, so they fully unroll")
+    pm.add_pass(prepare_reducers_native, "a reducer accumulates per work-group (one thread "
+                                         "runs it), and returns end a work-item's part only")
     pm.add_pass(lower_group_reduce, "work-group reductions become group vars and barriers")
     pm.add_pass(strip_uniform_loops, "uniform kernel loops get implicit barriers, so the "
                                      "work-item loop inside them is innermost and vectorises")
     pm.add_pass(_OptimisedFission(), "one thread runs a work-group: split at barriers")
+    pm.add_pass(finish_reducers_native, "reducers start from the identity and write each "
+                                        "work-group's result, at group level around the "
+                                        "work-item regions")
     pm.add_pass(split_item_range, "bounds checks of the innermost work-item id hold on an "
                                   "interior interval of each row: the row loop is split "
                                   "there, so guarded code vectorises without masks")
@@ -182,4 +188,6 @@ def device_kernel_pipeline(bounds: bool = False) -> PassManager:
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
     if bounds:
         _add_bounds_checks(pm)
+    pm.add_pass(lower_reducers, "reducers start from the identity and combine through a "
+                                "work-group reduction and one write per work-group")
     return pm

@@ -69,6 +69,8 @@ def strip_uniform_loops(m: Module, options=None) -> Module:
 
 def strip_kernel(f: Function) -> bool:
     """Insert the implicit barriers into ``f`` (in place); True when it changed."""
+    if f.attrs.get("reducers"):
+        return False   # a reducer's work-group result is written once per group, not strip
     if not _one_dims(f) or any(op.name in _KERNEL_REJECT or op.name.startswith(("group.", "sg."))
                                for op in f.walk()):
         return False

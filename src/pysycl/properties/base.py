@@ -27,7 +27,7 @@ from ..errors import errc, exception
 
 #: Where a property may be attached; passes route on these names.
 CATEGORIES = frozenset({"kernel", "kernel_arg", "global_variable", "pointer", "build", "accessor",
-                        "queue", "buffer", "context"})
+                        "queue", "buffer", "context", "reduction"})
 
 _registry_by_meta: dict[str, type["property"]] = {}
 _registry_by_name: dict[str, type["property"]] = {}

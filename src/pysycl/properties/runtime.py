@@ -1,5 +1,5 @@
 """Runtime properties as SYCL 2020 writes them (4.5.4): ``sycl.property_list`` and the
-``sycl.property.queue`` / ``.buffer`` / ``.context`` namespaces.
+``sycl.property.queue`` / ``.buffer`` / ``.context`` / ``.reduction`` namespaces.
 
 >>> import pysycl as sycl
 >>> props = sycl.property_list([sycl.property.queue.in_order(),
@@ -74,6 +74,13 @@ class context_bound(property_base):
         return self._value
 
 
+class initialize_to_identity(singleton_property):
+    """``sycl.property.reduction.initialize_to_identity()``: a reduction's result does not
+    include the value its memory held before the kernel (SYCL 2020 4.10.6.1)."""
+
+    category = "reduction"
+
+
 class _queue_properties:
     """``sycl.property.queue``."""
 
@@ -89,6 +96,12 @@ class _buffer_properties:
     context_bound = context_bound
 
 
+class _reduction_properties:
+    """``sycl.property.reduction``."""
+
+    initialize_to_identity = initialize_to_identity
+
+
 class _context_properties:
     """``sycl.property.context``: SYCL 2020 defines none."""
 
@@ -102,6 +115,7 @@ class _PropertyNamespace:
     queue = _queue_properties
     buffer = _buffer_properties
     context = _context_properties
+    reduction = _reduction_properties
     no_init = no_init
 
     def __mro_entries__(self, bases):
@@ -176,6 +190,7 @@ def check_context_bound(plist: properties, ctx, owner: str = "the buffer") -> No
 
 
 __all__ = ["as_properties", "buffer_properties", "check_context_bound", "context_bound",
-           "enable_profiling", "has_named", "host_lock", "in_order", "is_property_list",
+           "enable_profiling", "has_named", "host_lock", "in_order", "initialize_to_identity",
+           "is_property_list",
            "properties_for", "property", "property_list", "queue_properties",
            "use_host_ptr", "use_mutex"]

@@ -174,6 +174,7 @@ class HostStaging:
     after it, as Numba's CUDA target does with NumPy arrays."""
 
     __slots__ = ("host", "device")
+    copies_out = True
 
     def __init__(self, host: np.ndarray, device):
         self.host, self.device = host, device
@@ -578,6 +579,16 @@ def _spec_packer(p, kernel):
     return pack
 
 
+def _reducer_packer(p, kernel):
+    def pack(value, out, cgh, keep):
+        if not hasattr(value, "kernel_args"):
+            raise _arg_error(kernel, p.name, "expected a sycl.reduction for this "
+                             f"sycl.reducer parameter, got {type(value).__name__}")
+        value.kernel_args(p, kernel, out)   # a reduction bound to this launch
+        keep.append(value)
+    return pack
+
+
 def _uid(spec_id) -> str:
     try:
         return spec_id.unique_id
@@ -587,13 +598,15 @@ def _uid(spec_id) -> str:
 
 _FACTORIES = {"scalar": _scalar_packer, "struct": _struct_packer,
               "accessor": _accessor_packer, "local_accessor": _local_packer,
-              "global_ptr": _pointer_packer, "spec_placeholder": _spec_packer}
+              "global_ptr": _pointer_packer, "spec_placeholder": _spec_packer,
+              "reducer": _reducer_packer}
 
 
 class Packer:
     """User arguments -> KernelArgs for one kernel signature (built once, reused)."""
 
-    __slots__ = ("kernel", "names", "steps", "has_local", "index_kind", "dims", "pack")
+    __slots__ = ("kernel", "names", "steps", "has_local", "has_reducers", "index_kind",
+                 "dims", "pack")
 
     def __init__(self, params, kernel: str, index_kind=None, dims=None, bounds: bool = False):
         self.kernel = kernel
@@ -612,6 +625,7 @@ class Packer:
             self.steps.append(_pointer_packer(p, kernel, bounds) if p.kind == "global_ptr"
                               else factory(p, kernel))
         self.has_local = any(p.kind == "local_accessor" for p in params)
+        self.has_reducers = any(p.kind == "reducer" for p in params)
         # (A checked build's hidden sizes go through the per-parameter steps.)
         self.pack = (None if bounds else self._generate_fast(params)) or self.pack_slow
 

@@ -21,7 +21,9 @@ from ..spec_values import spec_default_bytes, spec_value_bytes, spec_value_from_
 from . import memops
 from .buffer import accessor, local_accessor
 from .event import BARRIER, HOST, STREAM, as_events
+from . import reduction as reductions
 from .ranges import SINGLE_TASK
+from .reduction import reduction
 
 
 class spec_constant:
@@ -125,19 +127,27 @@ class handler:
 
     # Kernels -----------------------------------------------------------------------------
     def parallel_for(self, range_or_nd_range, kernel, *args, properties=None):
-        """Launch ``kernel`` over a ``range`` (or int/tuple) or an ``nd_range``."""
-        self._launch(range_or_nd_range, kernel, args, properties, "parallel_for")
+        """Launch ``kernel`` over a ``range`` (or int/tuple) or an ``nd_range``.
+        ``sycl.reduction`` arguments bind to the kernel's ``sycl.reducer`` parameters,
+        given among ``args`` in parameter order or, as C++ writes them, before the
+        kernel (``parallel_for(r, red1, red2, kernel, *args)``)."""
+        leading = ()
+        if kernel.__class__ is reduction or getattr(kernel, "unbound_reducers", None):
+            kernel, args, leading = reductions.prepare(kernel, args)
+        self._launch(range_or_nd_range, kernel, args, properties, "parallel_for", leading)
 
     def single_task(self, kernel, *args, properties=None):
         """Run ``kernel`` once (a kernel with no index parameter)."""
         self._launch(SINGLE_TASK, kernel, args, properties, "single_task")
 
-    def _launch(self, space, kernel, args, properties, what):
+    def _launch(self, space, kernel, args, properties, what, leading=()):
         """Record the launch: the kernel's plan is found now (with this group's bundle
         and spec-constant values); the queue enqueues it when the group is complete
         (``LaunchPlan.enqueue``: the range and arguments are checked then)."""
         spec = self._spec_for_launch(kernel, args) if args else self._spec
         plan = self._queue._plan(kernel, self._bundle, self._image_selector, spec, properties)
+        if leading:
+            args = reductions.place(plan.launcher.params, args, leading, plan.name)
         self._set_command(STREAM, None, f"{what}({plan.name})")
         self._plan, self._range, self._args = plan, space, args
 

@@ -29,6 +29,7 @@ from .event import (STREAM, _token_done, complete, event, issued_event, new_even
                     set_token)
 from .handler import handler
 from .ranges import SINGLE_TASK, launch_range
+from .reduction import bind_all as bind_reductions, bound_reduction
 from .ranges import range as range_cls
 
 
@@ -44,7 +45,8 @@ class LaunchPlan:
 
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
-                 "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space")
+                 "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
+                 "reducers")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -82,6 +84,8 @@ class LaunchPlan:
         # immutable range: the same object, or a sycl.range equal to it, is not checked
         # again.
         self.last_space = (_NO_RANGE, None)
+        # sycl.reduction arguments are bound to each launch's range (runtime/reduction.py).
+        self.reducers = packer.has_reducers
 
     # The launch --------------------------------------------------------------------------
     def enqueue(self, space, args, deps=None, cgh=None):
@@ -94,6 +98,8 @@ class LaunchPlan:
         else:
             global_size, local_size, offset = self.index_space(space)
         keep: list = []
+        if self.reducers:
+            args = bind_reductions(args, cgh or self.cgh, global_size, local_size)
         packed, local_bytes = self.packer.pack(args, cgh or self.cgh, keep)
         if local_bytes > self.local_limit:
             raise exception(errc.nd_range, f"kernel {self.name} asks for {local_bytes} bytes "
@@ -237,23 +243,30 @@ class LaunchPlan:
 _NO_RANGE = object()
 
 
+_STAGES = (args_mod.HostStaging, bound_reduction)
+
+
 def _stages(keep) -> list:
-    """The host arrays among a launch's arguments that are copied to the device and back
-    (``args.HostStaging``): such a launch is a command, never issued at once."""
-    return [k for k in keep if k.__class__ is args_mod.HostStaging]
+    """What a launch's arguments prepare before it: host arrays copied to the device and
+    back (``args.HostStaging``), reductions' memory (``reduction.bound_reduction``);
+    such a launch is a command, never issued at once."""
+    return [k for k in keep if k.__class__ in _STAGES]
 
 
 def _launch_staged(launcher, stream, global_size, local_size, offset, packed, local_bytes,
                    staged):
-    """A launch with host arrays the device cannot reach: copy them in, run the kernel,
-    wait for it and copy them back, so the host arrays hold the results when the
-    command completes."""
+    """A launch with stages: prepare them, run the kernel and, when a host array is to
+    be copied back, wait for it and copy back, so the host arrays hold the results when
+    the command completes."""
     for s in staged:
         s.copy_in()
     token = launcher.launch(stream, global_size, local_size, offset, packed, local_bytes)
+    back = [s for s in staged if s.copies_out]
+    if not back:
+        return token
     if token is not None:
         token.wait()
-    for s in staged:
+    for s in back:
         s.copy_out()
     return None
 

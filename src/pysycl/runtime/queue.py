@@ -44,7 +44,9 @@ from .device import device as device_cls
 from .event import STREAM, as_events, error_box, event, new_event, still_matters
 from .handler import handler
 from .info import get_info
+from . import reduction as reductions
 from .launch_plan import LaunchPlan, failed_event
+from .reduction import reduction
 from .pickling import not_picklable
 from .ranges import SINGLE_TASK
 from .scheduler import enqueue
@@ -394,11 +396,23 @@ class queue:
             try:
                 plan = self._plans[kernel]
             except (KeyError, TypeError):
-                plan = self._plan(kernel)
+                plan, args = self._reduction_plan(kernel, args, None)
         else:
-            plan = self._plan(kernel, properties=properties)
+            plan, args = self._reduction_plan(kernel, args, properties)
         return plan.enqueue(range_or_nd_range, args,
                             None if depends_on is None else as_events(depends_on))
+
+    def _reduction_plan(self, kernel, args, properties):
+        """The plan and arguments of a launch whose plan is not at hand: reductions
+        before the kernel (C++'s order) take their places, and a kernel whose reducers
+        take their operator from the launch is compiled for it (runtime/reduction.py)."""
+        leading = ()
+        if kernel.__class__ is reduction or getattr(kernel, "unbound_reducers", None):
+            kernel, args, leading = reductions.prepare(kernel, args)
+        plan = self._plan(kernel, properties=properties)
+        if leading:
+            args = reductions.place(plan.launcher.params, args, leading, plan.name)
+        return plan, args
 
     def single_task(self, kernel, *args, depends_on=None, properties=None) -> event:
         return self.parallel_for(SINGLE_TASK, kernel, *args, depends_on=depends_on,

@@ -47,6 +47,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, TargetLowering, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
+from ...codegen.group_ops import combiner
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
                                      lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
 from ...codegen.rules_scalar import compare, scalar_of
@@ -326,17 +327,9 @@ def _shuffle(ctx, mode: str, mask, value, lane, t) -> ll.Value:
 
 
 def _combiner(ctx, op: Op):
-    """The binary function of a ``group.reduce``: the IR's add/min/max semantics."""
-    b, s, kind = ctx.builder, scalar_of(op.type), op.attrs["op"]
-    if kind == "plus":
-        if s.is_bool:
-            return lambda x, y: b.or_(x, y)
-        return (lambda x, y: b.fadd(x, y)) if s.is_float else (lambda x, y: b.add(x, y))
-    if kind in ("minimum", "maximum"):
-        pred = "<" if kind == "minimum" else ">"
-        # Python's min(a, b) is ``b if b < a else a`` (rules_scalar.lower_min_max).
-        return lambda x, y: b.select(compare(ctx, pred, y, x, s), y, x)
-    raise ctx.error(op, f"reduce_over_group: unknown operation {kind!r}")
+    """The binary function of a ``group.reduce``: the IR's semantics of its SYCL function
+    object (codegen/group_ops.py)."""
+    return combiner(ctx, op.attrs["op"], scalar_of(op.type))
 
 
 def _group_scratch(ctx) -> ll.GlobalVariable:

@@ -57,6 +57,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
+from ...codegen.group_ops import combiner, widen
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
@@ -368,31 +369,86 @@ def opencl_math(ctx, fname: str, args: list) -> ll.Value:
 
 
 # Group reductions ----------------------------------------------------------------------------
-_REDUCE_OP = {"plus": "add", "minimum": "min", "maximum": "max"}
+# OpenCL's work_group_/sub_group_reduce_* (OpGroup*) have add, min and max; the other
+# operators are sub_group_non_uniform_reduce_* (cl_khr_subgroup_non_uniform_arithmetic)
+# on each sub-group, combined across sub-groups through local memory.
+_BUILTIN_KIND = {"plus": "add", "minimum": "min", "maximum": "max", "multiplies": "mul",
+                 "bit_and": "and", "bit_or": "or", "bit_xor": "xor"}
+_UNIFORM_KINDS = frozenset({"add", "min", "max"})
+GROUP_SCRATCH = "__pysycl_group_scratch"
+# Slots for the sub-groups of a work-group: Intel's CPU runtime allows 8192 work-items in
+# sub-groups of at least 4 (16 KiB of i64 slots).
+GROUP_SCRATCH_SLOTS = 2048
 
 
 def _group_reduce(ctx, op: Op, value: ll.Value, scope: str) -> ll.Value:
-    b, t = ctx.builder, op.type
-    if isinstance(t, VecType) or not isinstance(t, ScalarType):
+    t = op.type
+    if not isinstance(t, ScalarType):
         raise ctx.error(op, f"reduce_over_group of {t} is not supported on OpenCL")
-    kind = _REDUCE_OP.get(op.attrs["op"])
+    w = widen(ctx, op.attrs["op"], t, value)
+    kind = _BUILTIN_KIND.get(w.kind)
     if kind is None:
         raise ctx.error(op, f"reduce_over_group: unknown operation {op.attrs['op']!r}")
-    base = "sub_group_reduce_" if scope == "sub_group" else "work_group_reduce_"
-    s, x = t, value
-    if s.is_bool:            # plus on bool is "any": max over 0/1
-        s, x, kind = ScalarType("i32"), b.zext(value, lt.I32), "max" if kind == "add" else kind
-    elif not s.is_float and s.bits < 32:
-        wide = ScalarType("i32" if s.is_signed else "u32")
-        x = b.sext(value, lt.I32) if s.is_signed else b.zext(value, lt.I32)
-        s = wide
-    r = _builtin_call(ctx, mangled(base + kind, _MANGLE[s.name]), x.type, [x], convergent=True)
-    # (pure + convergent: memory(none) does not allow moving it across control flow)
-    if t.is_bool:
-        return b.icmp_unsigned("!=", r, ll.Constant(lt.I32, 0))
-    if r.type != ctx.vtype(t):
-        return b.trunc(r, ctx.vtype(t))
-    return r
+    if kind in _UNIFORM_KINDS:
+        base = "sub_group_reduce_" if scope == "sub_group" else "work_group_reduce_"
+        return w.back(_group_builtin(ctx, base + kind, w.type, [w.value]))
+    total = _group_builtin(ctx, "sub_group_non_uniform_reduce_" + kind, w.type, [w.value])
+    if scope == "work_group":
+        total = _across_sub_groups(ctx, w, total)
+    return w.back(total)
+
+
+def _group_builtin(ctx, name: str, s: ScalarType, args: list, more: str = "") -> ll.Value:
+    """Call the OpenCL group built-in ``name`` overloaded on scalar type ``s`` (its first
+    argument's type; ``more``: the mangling of the others); convergent: every work-item
+    of the group must reach it."""
+    return _builtin_call(ctx, mangled(name, _MANGLE[s.name] + more), args[0].type, args,
+                         convergent=True)
+
+
+def _across_sub_groups(ctx, w, sg_total: ll.Value) -> ll.Value:
+    """The work-group's total from each sub-group's: one local slot per sub-group,
+    combined by every work-item in sub-group order (so all get the same bits)."""
+    b = ctx.builder
+    combine = combiner(ctx, w.kind, w.type)
+    slots = _group_scratch(ctx)
+    mt = ctx.mtype(w.type)
+    control_barrier(ctx, SCOPE["work_group"])     # an earlier use may still read the slots
+    sg = b.trunc(ctx.lowering.sub_group(ctx, "group_id"), lt.I32)
+    lane = b.trunc(ctx.lowering.sub_group(ctx, "local_id"), lt.I32)
+    with b.if_then(b.icmp_unsigned("==", lane, _I32_0)):
+        ctx.store(sg_total, b.gep(slots, [sg], source_etype=mt), w.type, align=8)
+    control_barrier(ctx, SCOPE["work_group"])
+    count = b.trunc(ctx.lowering.sub_group(ctx, "group_range"), lt.I32)
+    acc = ctx.alloca(mt, name="wg.reduce")
+    ctx.store(ctx.load(slots, w.type, align=8), acc, w.type)
+    fn = b.block.function
+    head, body, done = (fn.append_basic_block(f"wg.reduce.{s}") for s in ("cond", "body", "end"))
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(lt.I32, name="wg.sub_group")
+    i.add_incoming(ll.Constant(lt.I32, 1), pre)
+    b.cbranch(b.icmp_unsigned("<", i, count), body, done)
+    b.position_at_end(body)
+    x = ctx.load(b.gep(slots, [i], source_etype=mt), w.type, align=8)
+    ctx.store(combine(ctx.load(acc, w.type), x), acc, w.type)
+    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    return ctx.load(acc, w.type)
+
+
+def _group_scratch(ctx) -> ll.GlobalVariable:
+    """``@__pysycl_group_scratch``: a work-group local array of 64-bit slots."""
+    g = ctx.llmodule.globals.get(GROUP_SCRATCH)
+    if g is None:
+        g = ll.GlobalVariable(ctx.llmodule, ll.ArrayType(lt.I64, GROUP_SCRATCH_SLOTS),
+                              GROUP_SCRATCH, addrspace=ctx.lowering.addrspaces["local"])
+        g.linkage = "internal"
+        g.align = 16
+        g.type = ll.PointerType(addrspace=g.addrspace)   # opaque: slots of any type
+    return g
 
 
 def _lower_group_reduce(ctx, op):

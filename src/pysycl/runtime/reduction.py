@@ -1,0 +1,296 @@
+"""``sycl.reduction`` and ``sycl.span`` (SYCL 2020 4.10.6): the arguments that bind to a
+kernel's ``sycl.reducer`` parameters.
+
+A reduction names where the result goes (a USM array, a span of one, or a buffer with the
+command group's handler), optionally the identity, the operator (a SYCL function object)
+and properties (``sycl.property.reduction.initialize_to_identity()``)::
+
+    sycl.reduction(total, sycl.plus())                       # USM: element 0
+    sycl.reduction(total, 0.0, sycl.plus())                  # with its identity
+    sycl.reduction(buf, cgh, sycl.maximum())                 # a buffer of one element
+    sycl.reduction(sycl.span(hist, 16), sycl.plus())         # 16 results at once
+
+Each launch binds it afresh (:meth:`reduction.bind`, in ``LaunchPlan.enqueue``): the
+packer checks it against the reducer parameter and passes the result's memory, the
+identity and, where the kernel's strategy needs them, scratch memory for the
+work-groups' results and a counter (passes/lower_reducers.py); before the kernel runs
+the result is set to the identity (``initialize_to_identity``) and the counter to zero,
+in stream order (a launch stage, see ``launch_plan._stages``).
+
+>>> import numpy as np
+>>> span(np.zeros(4, np.int32), 2).size()
+2
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import functional
+from ..errors import errc, exception
+from ..properties import as_properties, no_init
+from ..types import read_write
+from ..properties.runtime import initialize_to_identity, is_property_list
+from ..backends.base import KernelArg, KernelArgKind
+from .buffer import accessor, buffer
+from .usm import usm_array
+
+
+class span:
+    """``sycl.span(data, n=None)``: the first ``n`` elements (all by default) of a USM
+    array or host array, for a reduction over ``n`` results (C++ ``span<T, Extent>``)."""
+
+    __slots__ = ("data", "count")
+
+    def __init__(self, data, n=None):
+        size = int(getattr(data, "size", 0) or 0)
+        count = size if n is None else int(n)
+        if count <= 0 or (size and count > size):
+            raise exception(errc.invalid, f"sycl.span of {count} elements over memory of "
+                            f"{size}")
+        self.data = data
+        self.count = count
+
+    def size(self) -> int:
+        return self.count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"sycl.span({type(self.data).__name__}, {self.count})"
+
+
+class reduction:
+    """``sycl.reduction(usm_or_span, [identity,] op, [properties])`` or
+    ``sycl.reduction(buffer, cgh, [identity,] op, [properties])``: pass it for a
+    ``sycl.reducer[T]`` parameter (SYCL 2020 4.10.6.1)."""
+
+    __slots__ = ("target", "count", "dtype", "identity", "op", "properties", "_acc")
+
+    def __init__(self, target, *args, properties=None):
+        args = list(args)
+        self._acc = None
+        if isinstance(target, buffer):
+            if not args or not hasattr(args[0], "_add_accessor"):
+                raise exception(errc.invalid, "sycl.reduction of a buffer takes the command "
+                                "group's handler next: sycl.reduction(buf, cgh, op)")
+            cgh = args.pop(0)
+        if args and is_property_list(args[-1]) and not isinstance(
+                args[-1], functional.function_object):
+            if properties is not None:
+                raise exception(errc.invalid, "sycl.reduction got properties twice")
+            properties = args.pop()
+        if not args or functional.as_operator(args[-1]) is None:
+            raise exception(errc.invalid, "sycl.reduction needs an operator (a SYCL function "
+                            "object such as sycl.plus()) after the memory and the identity")
+        self.op = functional.as_operator(args.pop())
+        if len(args) > 1:
+            raise exception(errc.invalid, "sycl.reduction takes (memory, [identity,] op, "
+                            "[properties])")
+        self.properties = as_properties(properties)
+        for p in self.properties:
+            if "reduction" not in p.categories:
+                raise exception(errc.invalid, f"sycl.reduction does not take the property "
+                                f"{p!r}")
+        self.target, self.count = _target(target)
+        self.dtype = np.dtype(self.target.dtype)
+        problem = functional.operand_problem(self.op, self.dtype)
+        if problem:
+            raise exception(errc.invalid, f"sycl.reduction: {problem}")
+        self.identity = self._identity(args[0] if args else None)
+        if isinstance(target, buffer):
+            # initialize_to_identity: the old contents are not read, so not copied in.
+            self._acc = accessor(target, cgh, read_write, properties=no_init
+                                 if self.initialize_to_identity else None)
+
+    def _identity(self, given):
+        if given is None:
+            ident = functional.known_identity(self.op, self.dtype)
+            if ident is None:
+                raise exception(errc.invalid, f"sycl.{self.op.ir_name}() has no known identity "
+                                f"for {self.dtype}; give one: sycl.reduction(memory, "
+                                "identity, op)")
+            return ident
+        dt = self.dtype
+        try:
+            if dt.kind in "iub":
+                value = dt.type(given)
+                if value != given:
+                    raise ValueError(f"it does not fit {dt}")
+            else:
+                value = dt.type(float(given))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise exception(errc.invalid, f"identity {given!r} is not a {dt} value: "
+                            f"{e}") from None
+        return value
+
+    @property
+    def initialize_to_identity(self) -> bool:
+        return self.properties.has_property(initialize_to_identity)
+
+    def bind(self, cgh, global_size, local_size) -> "bound_reduction":
+        """This reduction for one launch over ``global_size`` (``local_size``: None for a
+        range launch)."""
+        return bound_reduction(self, cgh, global_size, local_size)
+
+    def __repr__(self) -> str:
+        return f"sycl.reduction({self.dtype}[{self.count}], {self.op!r})"
+
+
+def _target(target):
+    """(memory, number of results) of a reduction's first argument."""
+    if isinstance(target, span):
+        return target.data, target.count
+    if isinstance(target, buffer):
+        return target, 1 if target.size == 1 else int(target.size)
+    if isinstance(target, usm_array) or hasattr(target, "__array_interface__") or \
+            hasattr(target, "__cuda_array_interface__") or hasattr(target, "__dlpack__"):
+        if not int(getattr(target, "size", 1) or 0):
+            raise exception(errc.invalid, "sycl.reduction of empty memory")
+        return target, 1
+    raise exception(errc.invalid, f"sycl.reduction needs a USM array, a sycl.span or a "
+                    f"sycl.buffer, not {type(target).__name__}")
+
+
+class bound_reduction:
+    """A reduction in one launch: packs its kernel arguments and prepares its memory in
+    stream order before the kernel runs (:meth:`copy_in`, a launch stage as
+    ``args.HostStaging`` is; nothing to copy out)."""
+
+    __slots__ = ("red", "cgh", "items", "groups", "_result", "_scratch", "_count", "keep")
+    copies_out = False
+
+    def __init__(self, red: reduction, cgh, global_size, local_size):
+        self.red, self.cgh = red, cgh
+        self.items = int(np.prod(global_size, dtype=np.int64))
+        # A range launch's groups are the backend's choice: at most one per work-item.
+        self.groups = self.items if local_size is None else int(
+            np.prod([g // l for g, l in zip(global_size, local_size)], dtype=np.int64))
+        self._result = self._scratch = self._count = None
+        self.keep: list = []
+
+    def kernel_args(self, param, kernel: str, out: list) -> None:
+        """Check ``param`` (a reducer ParamInfo) and append the KernelArgs of its IR
+        parameters (frontend/signature.reducer_params)."""
+        red = self.red
+        where = f"kernel {kernel}: argument {param.name!r}"
+        if np.dtype(param.dtype) != red.dtype:
+            raise exception(errc.kernel_argument, f"{where}: a reduction of {red.dtype} for a "
+                            f"sycl.reducer[np.{np.dtype(param.dtype)}]")
+        if param.op != red.op.ir_name:
+            raise exception(errc.kernel_argument, f"{where}: the reduction combines with "
+                            f"{red.op!r} but the kernel's reducer with sycl.{param.op}()")
+        extent = param.dims or 0
+        if (extent or 1) != red.count:
+            want = f"a span of {extent}" if extent else "one result"
+            raise exception(errc.kernel_argument, f"{where}: the reducer takes {want}, the "
+                            f"reduction has {red.count}")
+        dev, ctx = self.cgh._queue._device, self.cgh._queue._context
+        self._result = self._result_memory(dev, ctx, kernel, param.name)
+        out.append(KernelArg(KernelArgKind.mem, self._result))
+        out.append(KernelArg(KernelArgKind.scalar, red.identity.tobytes()))
+        if param.strategy == "last_group":
+            n = max(extent, 1)
+            self._scratch = usm_array._make((self.groups * n,), red.dtype, "device", dev, ctx)
+            self._count = usm_array._make((1,), np.uint32, "device", dev, ctx)
+            out.append(KernelArg(KernelArgKind.mem, self._scratch._alloc))
+            out.append(KernelArg(KernelArgKind.mem, self._count._alloc))
+
+    def _result_memory(self, dev, ctx, kernel, name):
+        red = self.red
+        if red._acc is not None:
+            if red._acc._cgh is not self.cgh:
+                raise exception(errc.accessor, f"kernel {kernel}: the reduction for {name!r} "
+                                "was made for another command group (sycl.reduction(buf, "
+                                "cgh, ...) takes this group's handler)")
+            return red._acc._mem._memory_for(dev, ctx)
+        from .args import pointer_of
+        mem, dtype, nbytes = pointer_of(red.target, dev, kernel, name, self.keep,
+                                        self.cgh._queue._stream)
+        if nbytes < red.count * red.dtype.itemsize:
+            raise exception(errc.kernel_argument, f"kernel {kernel}: argument {name!r}: "
+                            f"{nbytes} bytes of memory for {red.count} results")
+        return mem
+
+    def copy_in(self) -> None:
+        """In stream order, before the kernel: the result starts from the identity
+        (``initialize_to_identity``) and the counter from zero."""
+        red, q = self.red, self.cgh._queue
+        driver, stream = q._device.driver, q._stream
+        if red.initialize_to_identity:
+            driver.fill(stream, self._result, 0, red.identity.tobytes(),
+                        red.count * red.dtype.itemsize)
+        if self._count is not None:
+            driver.fill(stream, self._count._alloc, 0, bytes(4), 4)
+
+    def copy_out(self) -> None:
+        """Nothing: the kernel wrote the result in place."""
+
+
+# Launching with reductions ----------------------------------------------------------------
+def prepare(kernel, args) -> tuple:
+    """``(kernel, args, leading)`` for ``parallel_for(r, kernel, *args)``: reductions
+    given before the kernel, as C++ writes them (``parallel_for(r, red1, red2, kernel,
+    *args)``), are ``leading``; a kernel whose reducers take their operator from the
+    launch is the kernel compiled for the reductions' operators."""
+    leading = []
+    while isinstance(kernel, reduction):
+        if not args:
+            raise exception(errc.invalid, "parallel_for: the kernel is missing after the "
+                            "reductions")
+        leading.append(kernel)
+        kernel, args = args[0], args[1:]
+    if getattr(kernel, "unbound_reducers", None):
+        kernel = _bind_operators(kernel, args, leading)
+    return kernel, args, leading
+
+
+def _bind_operators(kernel, args, leading):
+    sig = kernel.signature()
+    user = [p for p in sig.params if p.kind not in ("index", "kernel_handler")]
+    if leading:
+        given = iter(leading)
+        pairs = [(p, next(given, None)) for p in user if p.kind == "reducer"]
+    else:
+        pairs = [(p, a) for p, a in zip(user, args) if p.kind == "reducer"]
+    ops = {}
+    for p, red in pairs:
+        if p.op is not None:
+            continue
+        if not isinstance(red, reduction):
+            raise exception(errc.kernel_argument, f"kernel {kernel.name}: argument "
+                            f"{p.name!r}: expected a sycl.reduction for this sycl.reducer "
+                            f"parameter, got {type(red).__name__}")
+        ops[p.name] = red.op.ir_name
+    return kernel.with_reducer_operators(ops) if ops else kernel
+
+
+def place(params, args, leading, kernel: str) -> tuple:
+    """The user arguments in parameter order: reductions given before the kernel go to
+    its reducer parameters in turn, the other arguments fill the rest."""
+    if not leading:
+        return args
+    user = [p for p in params if p.kind not in ("index", "kernel_handler")]
+    reducers = [p for p in user if p.kind == "reducer"]
+    if len(leading) != len(reducers):
+        raise exception(errc.kernel_argument, f"kernel {kernel} has {len(reducers)} reducer "
+                        f"parameter(s), {len(leading)} reduction(s) given before it")
+    reds, rest = iter(leading), iter(args)
+    out = [next(reds) if p.kind == "reducer" else next(rest, _MISSING) for p in user]
+    if list(rest) or any(a is _MISSING for a in out):
+        raise exception(errc.kernel_argument, f"kernel {kernel} takes {len(user)} "
+                        f"argument(s) ({', '.join(p.name for p in user)}), "
+                        f"{len(leading) + len(args)} given")
+    return tuple(out)
+
+
+_MISSING = object()
+
+
+def bind_all(args, cgh, global_size, local_size) -> tuple:
+    """``args`` with each reduction bound to this launch (:class:`bound_reduction`)."""
+    return tuple(a.bind(cgh, global_size, local_size) if a.__class__ is reduction else a
+                 for a in args)
+
+
+__all__ = ["bind_all", "bound_reduction", "place", "prepare", "reduction", "span"]
