@@ -9,8 +9,8 @@ from pathlib import Path
 from . import program_size, suite, user_forms
 from .harness import Report
 
-WORKLOADS = ("conv", "fir", "saxpy", "forms", "reduce", "histogram", "matmul", "restrict",
-             "launch", "build", "program")
+WORKLOADS = ("conv", "fir", "saxpy", "forms", "reduce", "reduction", "histogram", "matmul",
+             "restrict", "launch", "build", "program")
 
 
 def _opencl_peer_context():
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
                  ("forms", lambda: user_forms.run(report, q, quick=args.quick))]
         steps.append(("reduce", lambda: suite.reduce(report, q, quick=args.quick,
                                                      opencl_ctx=ocl)))
-        for name in ("histogram", "matmul", "restrict", "build"):
+        for name in ("reduction", "histogram", "matmul", "restrict", "build"):
             fn = getattr(suite, name, None)
             if fn is not None:
                 steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))

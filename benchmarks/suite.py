@@ -452,6 +452,32 @@ def reduce(report: Report, q, quick: bool = False, opencl_ctx=None) -> None:
     sycl.free(dx, q); sycl.free(total, q)
 
 
+def reduction(report: Report, q, quick: bool = False) -> None:
+    """A float32 sum with ``sycl.reduction`` (SYCL 2020 4.10.6) against the memory floor,
+    the time to read the data once: NumPy's max (a SIMD streaming read; a pysycl kernel
+    that only reads does not vectorise a store it never makes, so it measures the
+    compiler, not the memory), and NumPy's sum as the peer."""
+    dev = device_label(q.get_device())
+    n = (1 << 20) if quick else (1 << 24)
+    x = RNG.random(n, dtype=np.float32)
+    dx = _usm(q, x)
+    total = sycl.malloc_shared((1,), np.float32, q)
+    red = sycl.reduction(total, sycl.plus(), sycl.property.reduction.initialize_to_identity())
+    wl = f"sycl.reduction sum {n >> 20}M f32"
+    expected = np.array([x.astype(np.float64).sum()], np.float32)
+
+    def run():
+        q.parallel_for(n, K.reduction_sum, dx, red).wait()
+        return np.asarray(total).copy()
+    report.run(wl, dev, "pysycl", run, expected, is_pysycl=True, rtol=1e-5, repeat=21)
+    report.run(wl, dev, "memory floor (np.max: one read)", lambda: x.max(), None,
+               is_floor=True, repeat=21)
+    report.run(wl, dev, "numpy sum", lambda: np.array([x.sum()], np.float32), expected,
+               rtol=1e-5, repeat=21)
+    report.flush()
+    sycl.free(dx, q); sycl.free(total, q)
+
+
 def _opencl_reduce(report, wl, dev, ctx, x, expected):
     """The same kernel in OpenCL C on the same driver (Intel's CPU runtime runs barriers
     in loops and a float atomic after a barrier slowly, whoever wrote the kernel)."""

@@ -598,6 +598,10 @@ def fast_signature(kfn):
             if isinstance(ann, str):
                 ann = eval(ann, fn.__globals__, closure_vars(fn))  # noqa: S307 user's own code
             infos.append(param_info(name, ann))
+        if any(p.kind == "reducer" and p.op is None for p in infos):
+            # A reducer's operator comes from its uses (r += x): the source tells.
+            from ..frontend.signature import kernel_signature
+            return kernel_signature(kfn.parsed())
         first = infos[0] if infos and infos[0].kind == "index" else None
         return KernelSignature(tuple(infos), first.index_kind if first else None,
                                first.dims if first else None)

@@ -97,7 +97,19 @@ def lower_for(ctx, op):
     br = bld.branch(header)
     if getattr(ctx.lowering, "full_unroll_small_loops", False) and full_unroll_wanted(op):
         br.set_metadata("llvm.loop", full_unroll_md(ctx.llmodule))
+    elif op.attrs.get("vectorize") is False:
+        br.set_metadata("llvm.loop", no_vectorize_md(ctx.llmodule))
     bld.position_at_end(done)
+
+
+def no_vectorize_md(module: ll.Module) -> LoopID:
+    """``llvm.loop.vectorize.enable false``: a serial loop of one work-item (a
+    reduction's last work-group combining the others' results) gains nothing from
+    vectors, and LLVM 22's SPIR-V backend aborts on the ``bitcast <N x i1>`` of a
+    vectorised boolean and/or-reduction."""
+    md = module.add_metadata([ll.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                              ll.Constant(lt.I1, 0)])
+    return LoopID(module, [md])
 
 
 @rule("while")

@@ -27,7 +27,8 @@ from .expressions import ExpressionRules
 from .lowering import LoweringBase, stored_roots, type_name
 from .memory import MemoryRules
 from .vectors import VecRules
-from .signature import (annotations_of, check_plain_params, defaults_of, ir_properties,
+from .signature import (annotations_of, check_plain_params, check_reducers_bound,
+                        defaults_of, ir_properties,
                         ir_type, is_dtype_like, kernel_signature, param_info, param_kind,
                         reducer_params)
 from .statements import StatementRules
@@ -98,7 +99,8 @@ class ImageBuilder:
     # Roots ---------------------------------------------------------------------------
     def add_kernel(self, kfn) -> Function:
         parsed = kfn.parsed()
-        sig = kernel_signature(parsed)
+        sig = kernel_signature(parsed, getattr(kfn, "reducer_ops", None))
+        check_reducers_bound(parsed, sig)
         params, env = [], {}
         reducers = []
         for info in sig.params:

@@ -125,6 +125,25 @@ class KernelFunction(_FrontendFunction):
         return self.signature().index_kind
 
     @property
+    def unbound_reducers(self) -> tuple[str, ...]:
+        """Reducer parameters whose operator the kernel leaves to the launch's
+        ``sycl.reduction`` (it only calls ``combine``, the annotation names none)."""
+        return self._cached("unbound_reducers", lambda: tuple(
+            p.name for p in self.signature().params if p.kind == "reducer" and p.op is None))
+
+    def with_reducer_operators(self, ops: dict[str, str]) -> "KernelFunction":
+        """This kernel compiled with ``ops`` (reducer name -> operator IR name) for its
+        unbound reducers, as C++ instantiates the kernel for the reduction's operator:
+        a kernel of its own (name ``k[r:minimum]``), made once per operator set."""
+        key = tuple(sorted(ops.items()))
+        variants = self._cached("reducer_variants", dict)
+        with self._lock:
+            found = variants.get(key)
+            if found is None:
+                found = variants[key] = _ReducerVariant(self, key)
+        return found
+
+    @property
     def dims(self) -> int | None:
         return self.signature().dims
 
@@ -132,6 +151,30 @@ class KernelFunction(_FrontendFunction):
         raise exception(errc.invalid, f"kernel {self.name} cannot be called from Python: kernels "
                         "are compiled, never run by the interpreter; launch it with "
                         "q.parallel_for(range, kernel, *args) or q.single_task(kernel, *args)")
+
+
+class _ReducerVariant(KernelFunction):
+    """A kernel whose unbound reducers have their operators (KernelFunction.
+    with_reducer_operators); pickled as its kernel and the operators."""
+
+    def __init__(self, base: KernelFunction, ops: tuple):
+        super().__init__(base.py_function, f"{base.name}[{','.join(f'{n}:{o}' for n, o in ops)}]",
+                         base.properties)
+        self.base = base
+        self.reducer_ops = dict(ops)
+
+    @hide_compiler_frames
+    def signature(self):
+        from .signature import kernel_signature
+        return self._cached("signature", lambda: kernel_signature(self.parsed(),
+                                                                  self.reducer_ops))
+
+    def __reduce__(self):
+        return (_reducer_variant, (self.base, tuple(sorted(self.reducer_ops.items()))))
+
+
+def _reducer_variant(base: KernelFunction, ops: tuple) -> KernelFunction:
+    return base.with_reducer_operators(dict(ops))
 
 
 class DeviceFunction(_FrontendFunction):

@@ -245,8 +245,10 @@ def check_plain_params(parsed: ParsedFunction) -> list[ast.arg]:
     return list(a.posonlyargs) + list(a.args)
 
 
-def kernel_signature(parsed: ParsedFunction) -> KernelSignature:
-    """Parameters of a kernel, checked: all annotated, the index first."""
+def kernel_signature(parsed: ParsedFunction, reducer_ops: dict | None = None) -> KernelSignature:
+    """Parameters of a kernel, checked: all annotated, the index first. ``reducer_ops``:
+    the operators of reducers the kernel does not name (from the launch's reductions);
+    without one such a reducer's ``op`` is None."""
     anns = annotations_of(parsed)
     infos = []
     for i, arg in enumerate(check_plain_params(parsed)):
@@ -265,7 +267,7 @@ def kernel_signature(parsed: ParsedFunction) -> KernelSignature:
                      f"np.{info.dtype}, my_id] (or sycl.spec_constant[my_id]), as "
                      "spec_constant<T, ID> in C++")
         if info.kind == "reducer":
-            info = _reducer_info(parsed, arg, info)
+            info = _reducer_info(parsed, arg, info, (reducer_ops or {}).get(info.name))
         if info.kind == "index" and i != 0:
             error_at(parsed.source, arg, f"the index parameter '{arg.arg}' must come first")
         if info.kind == "index" and info.index_kind not in INDEX_KINDS:
@@ -281,9 +283,10 @@ _AUG_NAMES = {ast.Add: "add", ast.Mult: "mul", ast.BitAnd: "and", ast.BitOr: "or
               ast.BitXor: "xor"}
 
 
-def _reducer_info(parsed: ParsedFunction, arg: ast.arg, info: ParamInfo) -> ParamInfo:
+def _reducer_info(parsed: ParsedFunction, arg: ast.arg, info: ParamInfo,
+                  bound: str | None) -> ParamInfo:
     """``info`` with its operator: the annotation's, checked against the augmented
-    assignments to the reducer, or the one they imply."""
+    assignments to the reducer, or the one they imply, else ``bound`` (the launch's)."""
     name, found = info.name, None
     for node in ast.walk(parsed.node):
         if not isinstance(node, ast.AugAssign):
@@ -302,15 +305,26 @@ def _reducer_info(parsed: ParsedFunction, arg: ast.arg, info: ParamInfo) -> Para
                      f"but reducer '{name}' combines with sycl.{want}()",
                      "use combine(x) for any operator")
         found = op
-    op = info.op or found
+    op = info.op or found or bound
     if op is None:
-        error_at(parsed.source, arg, f"the operator of reducer '{name}' is unknown",
-                 f"annotate it with its operator, e.g. sycl.reducer[np.{info.dtype}, "
-                 "sycl.plus], as C++'s reducer type carries it")
+        return info
     problem = operand_problem(op, info.dtype)
     if problem is not None:
         error_at(parsed.source, arg, f"reducer '{name}': {problem}")
     return ParamInfo(name, "reducer", info.dtype, info.dims, op=op)
+
+
+def check_reducers_bound(parsed: ParsedFunction, sig: KernelSignature) -> None:
+    """A compile error for a reducer whose operator is still unknown: the kernel is
+    compiled apart from a launch (a kernel bundle, ahead of time) and uses it only
+    through combine()."""
+    for info in sig.params:
+        if info.kind == "reducer" and info.op is None:
+            error_at(parsed.source, _param_node(parsed, info.name) or parsed.node,
+                     f"the operator of reducer '{info.name}' comes from the sycl.reduction "
+                     "it is launched with, so this kernel compiles only for a launch",
+                     f"to compile it on its own, annotate the operator: sycl.reducer["
+                     f"np.{info.dtype}, sycl.plus] (C++'s reducer type carries it)")
 
 
 def defaults_of(fn) -> dict[str, Any]:

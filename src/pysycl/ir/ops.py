@@ -160,7 +160,8 @@ _op("call", None, 0, "any", ["callee"], "Call a device function or an imported @
 _op("if", 1, 2, "none", [], "Regions: then, else (either may be empty).")
 _op("for", 3, 1, "none", ["var"],
     "for var in range(lo, hi, step): body. Python semantics for negative steps; the trip "
-    "count is computed once. attr unroll=True for sycl.static_range.")
+    "count is computed once. attr unroll=True for sycl.static_range; vectorize=False keeps "
+    "LLVM from vectorising it.")
 _op("while", 0, 2, "none", [], "Regions: cond (ends with yield of a bool), body.")
 _op("yield", 1, 0, "none", [], "Ends a while's cond region with the loop condition.")
 _op("break", 0, 0, "none", [], "Leave the innermost for/while.")

@@ -198,7 +198,7 @@ def _combine_partials(f: Function, b: Builder, r: dict, params: dict, groups, n:
     for k, _ in totals:
         out = _at(b, params["result"], k)
         b.store_var(var, _widen(b, b.load(out), w))
-        body = b.for_(g, b.const(0, I64), groups, b.const(1, I64))
+        body = b.for_(g, b.const(0, I64), groups, b.const(1, I64), vectorize=False)
         slot = body.op("add", body.op("mul", body.load_var(g, I64), body.const(n, I64), type=I64),
                        body.const(k or 0, I64), type=I64)
         x = body.load(body.op("ptr.offset", params["partials"], slot,
