@@ -80,7 +80,7 @@ CASES = [
     (Source, [("filename", M)], [("a.py",), ("b.py",)]),
     (ParamInfo, [("name", M), ("kind", M), ("dtype", None), ("dims", None), ("mode", None),
                  ("properties", None), ("index_kind", None), ("annotated", False),
-                 ("spec_id", None)],
+                 ("spec_id", None), ("op", None)],
      [("x", "scalar"), ("x", "accessor", np.dtype(np.float32), 1, "read_only")]),
     (KernelSignature, [("params", M), ("index_kind", M), ("dims", M)],
      [((), "item", 1), ((), None, None)]),

@@ -115,11 +115,90 @@ def _methods_section() -> list[str]:
             "| `store(v[, order[, scope]])` | `atomic.store` |",
             "| `compare_exchange_strong(expected, desired[, success, failure][, scope])`, "
             "`compare_exchange_weak(...)` | `atomic.cmpxchg` |", ""]
+    rows = [(f"`r {'+*&|^'[i]}= x`", f"`r.combine(x)` of a `sycl.{op}` reducer")
+            for i, op in enumerate(("plus", "multiplies", "bit_and", "bit_or", "bit_xor"))]
+    rows += [("`r.combine(x)`", "combine `x` with the reducer's operator"),
+             ("`r.identity()`", "the reduction's identity"),
+             ("`r[i] += x`, `r[i].combine(x)`", "element `i` of a `sycl.reducer[T, n]`")]
+    out += ["### `sycl.reducer`", "", "| use | meaning |", "|---|---|",
+            *(f"| {_cell(a)} | {_cell(b)} |" for a, b in rows), ""]
     return out
 
 
+REDUCTIONS = """\
+## Reductions
+
+A kernel parameter annotated `sycl.reducer[T]` receives a `sycl.reduction` argument
+(SYCL 2020 4.10.6). In the kernel each work-item combines values into it; when the kernel
+is done, the work-items' values are combined with the reduction's operator and with the
+value the memory held before (unless the reduction has
+`sycl.property.reduction.initialize_to_identity()`), into the reduction's memory.
+
+* Operators: `r += x` (`sycl.plus`), `r *= x` (`sycl.multiplies`), `r &= x`, `r |= x`,
+  `r ^= x` (`sycl.bit_and`, `bit_or`, `bit_xor`), and `r.combine(x)` for any of them and
+  `sycl.minimum`, `sycl.maximum`, `sycl.logical_and`, `sycl.logical_or`.
+  `r.identity()` is the reduction's identity.
+* The operator comes from the annotation (`sycl.reducer[np.float32, sycl.maximum]`), from
+  the augmented assignments the kernel makes, or, for a kernel that only calls
+  `combine`, from the `sycl.reduction` it is launched with (the kernel is compiled for
+  that operator, as C++ instantiates it; such a kernel needs the annotation to go into
+  a kernel bundle on its own).
+* `sycl.reducer[T, n]` reduces into `n` results at once (`r[i] += x`), for
+  `sycl.reduction(sycl.span(memory, n), op)`.
+* Memory: a USM array (`sycl.reduction(a, op)`, element 0), `sycl.span(a, n)`, or a
+  buffer with the command group's handler (`sycl.reduction(buf, cgh, op)`). The
+  identity is the operator's known one (`sycl.known_identity(op, dtype)`) unless given:
+  `sycl.reduction(a, identity, op)`.
+* Reductions go among the kernel's arguments in parameter order, or before the kernel
+  as C++ writes them: `cgh.parallel_for(r, red1, red2, kernel, *args)`. Several
+  reductions in one kernel are independent.
+* How it runs: each work-item combines into a private value; on the native CPU, whose
+  threads run a work-group each, one value per work-group in a loop the compiler
+  vectorises; a work-group's values are combined with the device's group reduction
+  (SPIR-V group operations, warp shuffles) and the work-group's result reaches memory
+  with one atomic operation, or, for types and operators without an atomic (8- and
+  16-bit types, `multiplies`, the logical operators), is stored and combined by the
+  work-group that finishes last, in work-group order.
+
+```python
+import numpy as np
+import pysycl as sycl
+
+
+@sycl.kernel
+def stats(it: sycl.item[1], x: sycl.global_ptr[np.float32],
+          total: sycl.reducer[np.float32],
+          biggest: sycl.reducer[np.float32, sycl.maximum],
+          hist: sycl.reducer[np.int32, 8]):
+    v = x[it.get_id(0)]
+    total += v
+    biggest.combine(v)
+    hist[int(v * 8)] += 1
+
+
+q = sycl.queue()
+n = 10000
+data = np.random.default_rng(0).random(n, dtype=np.float32)
+x = sycl.malloc_shared(n, np.float32, q)
+np.asarray(x)[:] = data
+total = sycl.malloc_shared(1, np.float32, q)
+biggest = sycl.malloc_shared(1, np.float32, q)
+hist = sycl.malloc_shared(8, np.int32, q)
+fresh = sycl.property.reduction.initialize_to_identity()
+q.parallel_for(n, stats, x,
+               sycl.reduction(total, sycl.plus(), fresh),
+               sycl.reduction(biggest, sycl.maximum(), fresh),
+               sycl.reduction(sycl.span(hist, 8), sycl.plus(), fresh)).wait()
+assert abs(total[0] - data.sum(dtype=np.float64)) < 1e-3 * n
+assert biggest[0] == data.max()
+assert (np.asarray(hist) == np.bincount((data * 8).astype(int), minlength=8)).all()
+```
+"""
+
+
 def render() -> str:
-    return "\n".join([HEADER, *_builtins_section(), *_methods_section()]).rstrip() + "\n"
+    return "\n".join([HEADER, *_builtins_section(), *_methods_section(),
+                      REDUCTIONS]).rstrip() + "\n"
 
 
 def main(argv=None) -> int:
