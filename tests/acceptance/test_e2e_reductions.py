@@ -396,8 +396,14 @@ def test_reducer_misuse_is_a_compile_error(native):
                        m: sycl.reducer[np.float32, sycl.minimum]):
         m += x[it.get_id(0)]
 
-    for k, what in ((no_operator, "sycl.reducer[np.float32, sycl.plus]"),
-                    (subtracts, "takes +=, *=, &=, |=, ^= or combine"),
+    # combine() only: the launch's reduction gives the operator; compiled on its own
+    # (a kernel bundle) the kernel needs it in the annotation.
+    native.parallel_for(4, no_operator, x, sycl.reduction(s, sycl.maximum(), INIT)).wait()
+    assert np.asarray(s)[0] == 1
+    with pytest.raises(sycl.compile_error, match=r"sycl.reducer\[np.float32, sycl.plus\]"):
+        sycl.get_kernel_bundle(native.get_context(), sycl.bundle_state.executable,
+                               kernel=no_operator)
+    for k, what in ((subtracts, "takes +=, *=, &=, |=, ^= or combine"),
                     (assigns, "cannot assign to reducer 'm'"),
                     (wrong_operator, "combines with sycl.minimum()")):
         with pytest.raises(sycl.compile_error) as e:

@@ -116,12 +116,12 @@ class reduction:
             if dt.kind in "iub":
                 value = dt.type(given)
                 if value != given:
-                    raise ValueError(f"it does not fit {dt}")
+                    raise ValueError("it changes in the conversion")
             else:
                 value = dt.type(float(given))
         except (TypeError, ValueError, OverflowError) as e:
-            raise exception(errc.invalid, f"identity {given!r} is not a {dt} value: "
-                            f"{e}") from None
+            raise exception(errc.invalid, f"identity {given!r} does not fit {dt} "
+                            f"({e})") from None
         return value
 
     @property
