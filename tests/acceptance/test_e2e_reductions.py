@@ -409,3 +409,23 @@ def test_reducer_misuse_is_a_compile_error(native):
         with pytest.raises(sycl.compile_error) as e:
             native.parallel_for(4, k, x, sycl.reduction(s, sycl.plus()))
         assert what in str(e.value), str(e.value)
+
+
+def test_ahead_of_time_leaves_out_kernels_whose_operator_comes_from_the_launch(tmp_path,
+                                                                              monkeypatch):
+    import importlib
+    from pysycl.bundle import aot
+    (tmp_path / "aot_reducers_mod.py").write_text(
+        "import numpy as np\nimport pysycl as sycl\n\n\n"
+        "@sycl.kernel\n"
+        "def named(it: sycl.item[1], x: sycl.global_ptr[np.int32], r: sycl.reducer[np.int32]):\n"
+        "    r += x[it.get_id(0)]\n\n\n"
+        "@sycl.kernel\n"
+        "def from_launch(it: sycl.item[1], x: sycl.global_ptr[np.int32],\n"
+        "                r: sycl.reducer[np.int32]):\n"
+        "    r.combine(x[it.get_id(0)])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("aot_reducers_mod")
+    with pytest.warns(RuntimeWarning, match="from_launch is left out"):
+        kb = aot.compile_modules([mod], ["native_cpu"], "input")
+    assert {k.get_name() for k in kb.get_kernel_ids()} == {"aot_reducers_mod.named"}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import types
+import warnings
 from typing import Iterable, Sequence
 
 from ..backends import registry
@@ -119,7 +120,15 @@ def module_images(module_names: Sequence[str]) -> list[device_image]:
         if not kernels and lib is None:
             raise exception(errc.invalid, f"module {name} defines no @sycl.kernel or "
                                           "@sycl.external function")
-        images += [input_image(get_kernel_id(k)) for k in kernels]
+        for k in kernels:
+            if getattr(k, "unbound_reducers", ()):
+                # combine()-only reducers take their operator from the launch's reduction
+                warnings.warn(f"kernel {k.name} is left out: the operator of its reducer(s) "
+                              f"{', '.join(k.unbound_reducers)} comes from the launch; "
+                              "annotate it (sycl.reducer[T, sycl.plus]) to compile it ahead "
+                              "of time", RuntimeWarning, stacklevel=3)
+                continue
+            images.append(input_image(get_kernel_id(k)))
         if lib is not None:
             images.append(lib)
     return list(dict.fromkeys(images))

@@ -23,6 +23,7 @@ from typing import Callable
 
 from llvmlite import ir as ll
 
+from ..functional import known_identity
 from ..ir.types import BOOL, F32, I32, U32, ScalarType, Type, VecType
 from . import types as lt
 from .rules_scalar import compare, const, convert, scalar_of
@@ -90,7 +91,9 @@ def widen(ctx, kind: str | None, t: Type, value: ll.Value) -> Widened:
         def back(r):
             if op == "plus":        # xor over 0/1: the parity of the sum
                 r = b.and_(r, ll.Constant(lt.I32, 1))
-            return convert(ctx, r, U32, t)
+            # > 0: an exclusive scan's first work-item gets the word operator's identity,
+            # INT_MAX for min (true, and's identity), INT_MIN for max (false, or's)
+            return convert(ctx, b.icmp_signed(">", r, ll.Constant(lt.I32, 0)), BOOL, t)
         return Widened(word, I32, op, back)
     if s.is_bool:
         return Widened(b.zext(value, lt.I32), U32, kind, lambda r: convert(ctx, r, U32, t))
@@ -104,4 +107,19 @@ def widen(ctx, kind: str | None, t: Type, value: ll.Value) -> Widened:
     return Widened(value, s, kind, lambda r: r)
 
 
-__all__ = ["Widened", "combiner", "widen", "widened_operator"]
+def truth_value(ctx, kind: str, t: Type, value: ll.Value) -> ll.Value:
+    """``value`` as the logical operators see it, 0 or 1 in its type (so a group of one
+    work-item gives ``kind(identity, x)`` as every other); other operators: itself."""
+    s = scalar_of(t)
+    if not kind.startswith("logical_") or s.is_bool:
+        return value
+    return convert(ctx, compare(ctx, "!=", value, const(ctx, t, 0), s), BOOL, t)
+
+
+def identity(ctx, kind: str, t: ScalarType) -> ll.Constant:
+    """The LLVM constant of ``kind``'s identity for ``t`` (SYCL's known identity)."""
+    v = known_identity(kind, t.dtype)
+    return const(ctx, t, bool(v) if t.is_bool else v.item())
+
+
+__all__ = ["Widened", "combiner", "identity", "truth_value", "widen", "widened_operator"]

@@ -226,6 +226,14 @@ def lower_barrier(ctx, op):
     ctx.lowering.barrier(ctx, op)
 
 
+@rule("group.scan", "group.broadcast", "group.shuffle")
+def lower_group_op_by_pass(ctx, op):
+    """Targets without these group primitives lower them in a pass first (native CPU:
+    passes/lower_group_reduce.py); devices override the rule."""
+    raise ctx.error(op, f"{op.name} {{scope = {op.attrs['scope']}}} reached code generation "
+                        "for a target that lowers it in a pass")
+
+
 @rule("group.reduce")
 def lower_group_reduce(ctx, op):
     if op.attrs["scope"] == "work_group":

@@ -165,6 +165,14 @@ def lower_ptr_offset(ctx, op):
     return lt.gep(ctx.builder, ctx.get(p), [index64(ctx, i)], ctx.mtype(p.type.pointee))
 
 
+@rule("ptr.diff")
+def lower_ptr_diff(ctx, op):
+    """``(p - q) / sizeof(T)``: exact, both point into one allocation."""
+    p, q = (ctx.builder.ptrtoint(ctx.get(v), lt.I64) for v in op.operands)
+    size = ll.Constant(lt.I64, op.operands[0].type.pointee.size)
+    return ctx.builder.sdiv(ctx.builder.sub(p, q), size, flags=["exact"])
+
+
 @rule("ptr.elem")
 def lower_ptr_elem(ctx, op):
     p, i = op.operands

@@ -378,16 +378,6 @@ def _group_barrier(lw, node):
     return Obj(None)
 
 
-@add_builtin("sycl.reduce_over_group", [kernel_api.reduce_over_group])
-def _reduce(lw, node):
-    """reduce_over_group(g, x, sycl.plus()): IR op group.reduce {op, scope}."""
-    g, x, op = _args(lw, node, 3, "reduce_over_group")
-    g = _group(lw, g, node)
-    v = lw.materialize(lw.operand(x, node), node)
-    name = operator_name(lw, op, v.type, node.args[2])
-    return lw.value("group.reduce", [v], v.type, {"op": name, "scope": g.scope}, node)
-
-
 def operator_name(lw, fv, ty, node) -> str:
     """The IR name of a function object given in kernel code (``sycl.plus()``) that
     combines ``ty`` values; a compile error names what is wrong."""

@@ -18,6 +18,7 @@ from ..ir import types as T
 from ..ir.builder import Builder
 from ..ir.core import Value
 from . import builtins as catalogue
+from . import group_algorithms  # noqa: F401 - registers the group algorithms in the catalogue
 from . import kernel_api
 from .diagnostics import loc_of
 from .lowering import describe, type_name

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from . import builtins as catalogue
+from . import group_algorithms  # noqa: F401 - its entries are in the catalogue
 from .calls import (ATOMIC_RMW, GROUP_METHODS, ITEM_METHODS, ND_ITEM_METHODS,
                     SUB_GROUP_METHODS)
 
@@ -196,9 +197,76 @@ assert (np.asarray(hist) == np.bincount((data * 8).astype(int), minlength=8)).al
 """
 
 
+GROUP_ALGORITHMS = """\
+## Group algorithms
+
+The group algorithms of SYCL 2020 (4.17.4) take a group, `nd.get_group()` or
+`nd.get_sub_group()`, and every work-item of the group must call them alike (same
+arguments where SYCL requires it, in uniform control flow). The operators are the function
+objects `sycl.plus`, `multiplies`, `minimum`, `maximum`, `bit_and`, `bit_or`, `bit_xor`,
+`logical_and` and `logical_or` (the logical ones give 0 or 1 in the value's type).
+
+| call | result in each work-item |
+|---|---|
+| `sycl.group_broadcast(g, x, local_id=0)` | `x` of the work-item at `local_id` (a linear id, or an id tuple of a work-group) |
+| `sycl.any_of_group(g, pred)`, `all_of_group`, `none_of_group` | whether `pred` holds for any, all, none of the work-items; `(g, x, f)` tests `f(x)` with a `@sycl.device` predicate |
+| `sycl.reduce_over_group(g, x, op)`, `(g, x, init, op)` | `op` over every work-item's `x` (and `init`) |
+| `sycl.inclusive_scan_over_group(g, x, op[, init])` | `op` over the `x` of the work-items up to this one |
+| `sycl.exclusive_scan_over_group(g, x, op)`, `(g, x, init, op)` | `op` over the work-items before this one (the first gets `init`, or the identity) |
+| `sycl.joint_reduce(g, first, last, op)`, `(g, first, last, init, op)` | `op` over the memory `[first, last)`, read by the work-items together |
+| `sycl.joint_any_of(g, first, last, f)`, `joint_all_of`, `joint_none_of` | the predicate `f` over `[first, last)` |
+| `sycl.joint_inclusive_scan(g, first, last, out, op[, init])`, `joint_exclusive_scan(g, first, last, out[, init], op)` | writes the scan of `[first, last)` from `out`, returns the end of what it wrote |
+| `sycl.shift_group_left(sg, x, delta=1)`, `shift_group_right` | `x` of the sub-group's work-item `delta` places higher (lower) |
+| `sycl.permute_group_by_xor(sg, x, mask)`, `select_from_group(sg, x, id)` | `x` of the work-item at local id `id ^ mask`, at `id` |
+
+The shuffles are defined for sub-groups only, as in SYCL 2020; a shift or permutation that
+leaves the sub-group gives an unspecified value. Pointers for the `joint_*` forms are USM
+pointers and their offsets (`p`, `p + n`). On devices the algorithms are the backend's
+group operations (SPIR-V group and sub-group operations, PTX warp shuffles), combined
+across sub-groups through local memory for the operators the backend has only per
+sub-group; on the native CPU, whose sub-groups have one work-item, a work-group's
+work-items take their turn on one thread.
+
+```python
+@sycl.device
+def negative(v: np.float32) -> bool:
+    return v < 0
+
+
+@sycl.kernel
+def prefix_sums(nd: sycl.nd_item[1], x: sycl.global_ptr[np.float32],
+                out: sycl.global_ptr[np.float32], lows: sycl.global_ptr[np.float32],
+                flags: sycl.global_ptr[np.int32]):
+    g = nd.get_group()
+    i = nd.get_global_id(0)
+    out[i] = sycl.inclusive_scan_over_group(g, x[i], sycl.plus())
+    low = sycl.reduce_over_group(g, x[i], sycl.minimum())
+    start = x + nd.get_group(0) * nd.get_local_range(0)
+    anyneg = sycl.joint_any_of(g, start, start + nd.get_local_range(0), negative)
+    if nd.get_local_id(0) == 0:
+        lows[nd.get_group(0)] = low
+        flags[nd.get_group(0)] = anyneg
+
+
+wg, groups = 64, 8
+values = np.random.default_rng(1).standard_normal(wg * groups).astype(np.float32)
+xs = sycl.malloc_shared(values.size, np.float32, q)
+np.asarray(xs)[:] = values
+sums = sycl.malloc_shared(values.size, np.float32, q)
+lows = sycl.malloc_shared(groups, np.float32, q)
+flags = sycl.malloc_shared(groups, np.int32, q)
+q.parallel_for(sycl.nd_range(values.size, wg), prefix_sums, xs, sums, lows, flags).wait()
+tiles = values.reshape(groups, wg)
+assert np.allclose(np.asarray(sums).reshape(groups, wg), np.cumsum(tiles, axis=1), atol=1e-4)
+assert (np.asarray(lows) == tiles.min(axis=1)).all()
+assert (np.asarray(flags) == (tiles < 0).any(axis=1)).all()
+```
+"""
+
+
 def render() -> str:
-    return "\n".join([HEADER, *_builtins_section(), *_methods_section(),
-                      REDUCTIONS]).rstrip() + "\n"
+    return "\n".join([HEADER, *_builtins_section(), *_methods_section(), REDUCTIONS,
+                      GROUP_ALGORITHMS]).rstrip() + "\n"
 
 
 def main(argv=None) -> int:

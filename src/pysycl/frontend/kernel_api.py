@@ -69,6 +69,91 @@ def group_barrier(group, fence_scope=None):
     _kernel_only("group_barrier")
 
 
-def reduce_over_group(group, x, op):
-    """Combine ``x`` over the group with ``op`` (``sycl.plus()``, ``minimum()``, ``maximum()``)."""
+def reduce_over_group(group, x, init_or_op, op=None):
+    """Combine ``x`` over the group with ``op`` (a function object such as ``sycl.plus()``),
+    and with ``init`` when given (``reduce_over_group(g, x, init, op)``)."""
     _kernel_only("reduce_over_group")
+
+
+# Group algorithms (SYCL 2020 4.17.4): markers lowered by frontend/group_algorithms.py ----
+def group_broadcast(group, x, local_id=0):
+    """``x`` of the work-item at ``local_id`` of ``group``, in every work-item."""
+    _kernel_only("group_broadcast")
+
+
+def any_of_group(group, x, pred=None):
+    """Whether ``x`` (or ``pred(x)``) holds for any work-item of ``group``."""
+    _kernel_only("any_of_group")
+
+
+def all_of_group(group, x, pred=None):
+    """Whether ``x`` (or ``pred(x)``) holds for every work-item of ``group``."""
+    _kernel_only("all_of_group")
+
+
+def none_of_group(group, x, pred=None):
+    """Whether ``x`` (or ``pred(x)``) holds for no work-item of ``group``."""
+    _kernel_only("none_of_group")
+
+
+def inclusive_scan_over_group(group, x, op, init=None):
+    """``op`` over the work-items of ``group`` up to and including this one."""
+    _kernel_only("inclusive_scan_over_group")
+
+
+def exclusive_scan_over_group(group, x, init_or_op, op=None):
+    """``op`` over the work-items of ``group`` before this one (the first: init, or the
+    identity)."""
+    _kernel_only("exclusive_scan_over_group")
+
+
+def joint_reduce(group, first, last, init_or_op, op=None):
+    """``op`` over the elements ``[first, last)``, the group's work-items together."""
+    _kernel_only("joint_reduce")
+
+
+def joint_any_of(group, first, last, pred):
+    """Whether ``pred`` holds for any element of ``[first, last)``."""
+    _kernel_only("joint_any_of")
+
+
+def joint_all_of(group, first, last, pred):
+    """Whether ``pred`` holds for every element of ``[first, last)``."""
+    _kernel_only("joint_all_of")
+
+
+def joint_none_of(group, first, last, pred):
+    """Whether ``pred`` holds for no element of ``[first, last)``."""
+    _kernel_only("joint_none_of")
+
+
+def joint_inclusive_scan(group, first, last, result, op, init=None):
+    """The inclusive scan of ``[first, last)`` written from ``result``; returns the end
+    of the output."""
+    _kernel_only("joint_inclusive_scan")
+
+
+def joint_exclusive_scan(group, first, last, result, init_or_op, op=None):
+    """The exclusive scan of ``[first, last)`` written from ``result``; returns the end
+    of the output."""
+    _kernel_only("joint_exclusive_scan")
+
+
+def shift_group_left(group, x, delta=1):
+    """``x`` of the sub-group's work-item ``delta`` places higher."""
+    _kernel_only("shift_group_left")
+
+
+def shift_group_right(group, x, delta=1):
+    """``x`` of the sub-group's work-item ``delta`` places lower."""
+    _kernel_only("shift_group_right")
+
+
+def permute_group_by_xor(group, x, mask):
+    """``x`` of the sub-group's work-item whose local id is this one's xor ``mask``."""
+    _kernel_only("permute_group_by_xor")
+
+
+def select_from_group(group, x, remote_local_id):
+    """``x`` of the sub-group's work-item ``remote_local_id``."""
+    _kernel_only("select_from_group")

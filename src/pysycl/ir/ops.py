@@ -98,6 +98,7 @@ _op("tuple.get", 1, 0, "value", ["index"], "Element of a tuple at a constant ind
 # Memory --------------------------------------------------------------------------
 _op("ptr.offset", 2, 0, "value", [], "p + i elements (same pointer type).")
 _op("ptr.elem", 2, 0, "value", [], "ptr<S,[n x T]> -> ptr<S,T> to element i.")
+_op("ptr.diff", 2, 0, "value", [], "p - q in elements (i64) of two pointers of one type.")
 _op("ptr.field", 1, 0, "value", ["field"], "ptr<S,struct> -> ptr<S,field type>.")
 _op("load", 1, 0, "value", [], "Load through a pointer.")
 _op("store", 2, 0, "none", [], "Store operand 1 through pointer operand 0.")
@@ -137,6 +138,17 @@ for _n in ("global_linear_id", "local_linear_id", "group_linear_id"):
 for _n in ("local_id", "local_range", "group_id", "group_range", "max_local_range"):
     _op(f"sg.{_n}", 0, 0, "value", [], f"Sub-group {_n.replace('_', ' ')}.")
 _op("barrier", 0, 0, "none", ["scope"], "group_barrier; scope work_group or sub_group.")
+_op("group.broadcast", 2, 0, "value", ["scope"],
+    "group_broadcast: operand 0 of the work-item whose local linear id (sub-group: local "
+    "id) is operand 1 (i64), in every work-item of the group.")
+_op("group.scan", 1, 0, "value", ["op", "scope", "inclusive"],
+    "inclusive/exclusive_scan_over_group: op over the operand of the work-items of lower "
+    "local linear id (inclusive: and this one); the first work-item of an exclusive scan "
+    "gets op's identity.")
+_op("group.shuffle", 2, 0, "value", ["mode", "scope"],
+    "Sub-group shuffles: operand 0 of the work-item at local id operand 1 (mode idx), "
+    "own id xor operand 1 (xor), own id + operand 1 (down), own id - operand 1 (up); "
+    "scope sub_group.")
 _op("group.reduce", 1, 0, "value", ["op", "scope"],
     "reduce_over_group; op a SYCL function object (plus, multiplies, minimum, maximum, "
     "bit_and, bit_or, bit_xor, logical_and, logical_or); scope work_group or sub_group.")

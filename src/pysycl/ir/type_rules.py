@@ -368,6 +368,38 @@ def _barrier(op: Op, m: Module) -> str | None:
     return None if s in GROUP_SCOPES else f"barrier scope {s!r} is not work_group or sub_group"
 
 
+SHUFFLE_MODES = ("idx", "xor", "down", "up")
+
+
+@_rule("group.scan")
+def _group_scan(op: Op, m: Module) -> str | None:
+    if not isinstance(op.attrs["inclusive"], bool):
+        return "group.scan's inclusive attribute is a bool"
+    return _group_reduce(op, m)
+
+
+@_rule("group.broadcast", "group.shuffle")
+def _group_move(op: Op, m: Module) -> str | None:
+    if op.attrs["scope"] not in GROUP_SCOPES:
+        return f"group scope {op.attrs['scope']!r} is not work_group or sub_group"
+    if op.name == "group.shuffle":
+        if op.attrs["mode"] not in SHUFFLE_MODES:
+            return f"unknown shuffle mode {op.attrs['mode']!r}"
+        if op.attrs["scope"] != "sub_group":
+            return "shuffles are sub-group operations"
+    if op.operands[1].type != I64:
+        return f"the local id of {op.name} is i64, not {op.operands[1].type}"
+    return _same_as_result(op, (0,))
+
+
+@_rule("ptr.diff")
+def _ptr_diff(op: Op, m: Module) -> str | None:
+    a, b = (v.type for v in op.operands)
+    if not isinstance(a, PointerType) or a != b:
+        return f"ptr.diff takes two pointers of one type, not {a} and {b}"
+    return None if op.type == I64 else f"ptr.diff gives i64, not {op.type}"
+
+
 @_rule("group.reduce")
 def _group_reduce(op: Op, m: Module) -> str | None:
     if op.attrs["op"] not in REDUCE_OPS:

@@ -30,7 +30,7 @@ NON_UNIFORM_SOURCES = frozenset({
     "wi.global_id", "wi.local_id", "wi.global_linear_id", "wi.local_linear_id",
     "sg.local_id", "sg.group_id", "load", "atomic.rmw", "atomic.cmpxchg", "atomic.load",
     "call", "var.addr"})
-UNIFORM_RESULTS = frozenset({"group.reduce"})
+UNIFORM_RESULTS = frozenset({"group.reduce", "group.broadcast"})
 
 
 class Uniformity:

@@ -47,7 +47,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, TargetLowering, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
-from ...codegen.group_ops import combiner
+from ...codegen.group_ops import combiner, identity as group_identity, truth_value
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
                                      lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
 from ...codegen.rules_scalar import compare, scalar_of
@@ -97,6 +97,9 @@ class CudaLowering(DeviceDimsLowering):
         super().__init__(target, debug)
         self.rules.update({
             "group.reduce": _lower_group_reduce,
+            "group.scan": _lower_group_scan,
+            "group.broadcast": _lower_group_broadcast,
+            "group.shuffle": _lower_group_shuffle,
             "pow": _lower_pow,
             "atomic.rmw": with_syncscope(lower_atomic_rmw),
             "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
@@ -309,7 +312,8 @@ def _shuffle(ctx, mode: str, mask, value, lane, t) -> ll.Value:
     s = scalar_of(t)
     if isinstance(t, VecType):
         raise ctx.error(None, "sub-group reductions of vec values are not supported on CUDA")
-    clamp = ll.Constant(lt.I32, 0x1F if mode in ("bfly", "idx") else 0)
+    # c: the highest lane (idx, bfly, down) or the lowest (up) a lane may read
+    clamp = ll.Constant(lt.I32, 0 if mode == "up" else 0x1F)
 
     def word(w):
         return _call(ctx, f"llvm.nvvm.shfl.sync.{mode}.i32", lt.I32, [mask, w, lane, clamp])
@@ -350,10 +354,86 @@ def _make_opaque(g: ll.GlobalVariable) -> None:
 
 
 def _lower_group_reduce(ctx, op):
-    value = ctx.get(op.operands[0])
+    value = truth_value(ctx, op.attrs["op"], op.type, ctx.get(op.operands[0]))
     if op.attrs["scope"] == "work_group":
         return ctx.lowering.work_group_reduce(ctx, op, value)
     return ctx.lowering.sub_group_reduce(ctx, op, value)
+
+
+def _lower_group_broadcast(ctx, op):
+    """A sub-group: ``shfl.sync.idx``; a work-group: one shared slot between barriers."""
+    b, t = ctx.builder, op.type
+    value, at = ctx.get(op.operands[0]), ctx.get(op.operands[1])
+    low = ctx.lowering
+    if op.attrs["scope"] == "sub_group":
+        return _shuffle(ctx, "idx", low._member_mask(ctx), value, b.trunc(at, lt.I32), t)
+    slot = _group_scratch(ctx)
+    work_group_barrier(ctx)              # an earlier use may still read the slot
+    lid = low.work_item(ctx, "local_linear_id", None)
+    with b.if_then(b.icmp_unsigned("==", lid, at)):
+        ctx.store(value, slot, t, align=1)
+    work_group_barrier(ctx)
+    return ctx.load(slot, t, align=1)
+
+
+_SHFL_MODES = {"idx": "idx", "xor": "bfly", "down": "down", "up": "up"}
+
+
+def _lower_group_shuffle(ctx, op):
+    """``shfl.sync.{idx,bfly,down,up}`` over the sub-group's lanes; a lane outside the
+    sub-group reads its own value (SYCL leaves it unspecified)."""
+    b = ctx.builder
+    value, k = ctx.get(op.operands[0]), b.trunc(ctx.get(op.operands[1]), lt.I32)
+    return _shuffle(ctx, _SHFL_MODES[op.attrs["mode"]], ctx.lowering._member_mask(ctx), value,
+                    k, op.type)
+
+
+def _lower_group_scan(ctx, op):
+    """A warp scan (``shfl.sync.up`` steps of 1, 2, 4, 8, 16); a work-group adds the
+    totals of the warps before it from shared memory."""
+    b, t, low = ctx.builder, op.type, ctx.lowering
+    if isinstance(t, VecType):
+        raise ctx.error(op, "scans of vec values are not supported on CUDA")
+    combine, kind = _combiner(ctx, op), op.attrs["op"]
+    mask = low._member_mask(ctx)
+    lane = b.trunc(_sreg(ctx, "laneid"), lt.I32)
+    acc = truth_value(ctx, kind, t, ctx.get(op.operands[0]))
+    for step in (1, 2, 4, 8, 16):
+        other = _shuffle(ctx, "up", mask, acc, ll.Constant(lt.I32, step), t)
+        has = b.icmp_unsigned(">=", lane, ll.Constant(lt.I32, step))
+        acc = b.select(has, combine(other, acc), acc)
+    inclusive, ident = acc, group_identity(ctx, kind, t)
+    part = inclusive
+    if not op.attrs["inclusive"]:
+        before = _shuffle(ctx, "up", mask, inclusive, ll.Constant(lt.I32, 1), t)
+        part = b.select(b.icmp_unsigned("==", lane, _ZERO32), ident, before)
+    if op.attrs["scope"] == "sub_group":
+        return part
+    slots = _group_scratch(ctx)
+    mt = ctx.mtype(t)
+    work_group_barrier(ctx)
+    warp = b.trunc(low.sub_group(ctx, "group_id"), lt.I32)
+    last = b.trunc(b.sub(low.sub_group(ctx, "local_range"), ll.Constant(lt.I64, 1)), lt.I32)
+    with b.if_then(b.icmp_unsigned("==", lane, last)):
+        ctx.store(inclusive, b.gep(slots, [warp], source_etype=mt), t, align=1)
+    work_group_barrier(ctx)
+    prefix = ctx.alloca(mt, name="wg.prefix")
+    ctx.store(ident, prefix, t)
+    fn = b.block.function
+    head, body, done = (fn.append_basic_block(f"wg.prefix.{s}") for s in ("cond", "body", "end"))
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(lt.I32, name="wg.warp")
+    i.add_incoming(_ZERO32, pre)
+    b.cbranch(b.icmp_unsigned("<", i, warp), body, done)
+    b.position_at_end(body)
+    x = ctx.load(b.gep(slots, [i], source_etype=mt), t, align=1)
+    ctx.store(combine(ctx.load(prefix, t), x), prefix, t)
+    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    return combine(ctx.load(prefix, t), part)
 
 
 def _lower_dg_addr(ctx, op):

@@ -57,7 +57,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
-from ...codegen.group_ops import combiner, widen
+from ...codegen.group_ops import combiner, identity as group_identity, widen
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
@@ -135,6 +135,9 @@ class OpenClLowering(DeviceDimsLowering):
         super().__init__(target, debug)
         self.rules.update({
             "group.reduce": _lower_group_reduce,
+            "group.scan": _lower_group_scan,
+            "group.broadcast": _lower_group_broadcast,
+            "group.shuffle": _lower_group_shuffle,
             "atomic.rmw": _lower_atomic_rmw,
             "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
             "atomic.load": _lower_atomic_load,
@@ -453,6 +456,91 @@ def _group_scratch(ctx) -> ll.GlobalVariable:
 
 def _lower_group_reduce(ctx, op):
     return _group_reduce(ctx, op, ctx.get(op.operands[0]), op.attrs["scope"])
+
+
+def _lower_group_scan(ctx, op):
+    """``{sub,work}_group_scan_{inclusive,exclusive}_{add,min,max}``; the other operators
+    scan each sub-group (``sub_group_non_uniform_scan_*``) and add the totals of the
+    sub-groups before, from local memory."""
+    t, scope = op.type, op.attrs["scope"]
+    if not isinstance(t, ScalarType):
+        raise ctx.error(op, f"scans of {t} are not supported on OpenCL")
+    w = widen(ctx, op.attrs["op"], t, ctx.get(op.operands[0]))
+    kind, mode = _BUILTIN_KIND[w.kind], "inclusive" if op.attrs["inclusive"] else "exclusive"
+    if kind in _UNIFORM_KINDS:
+        return w.back(_group_builtin(ctx, f"{scope}_scan_{mode}_{kind}", w.type, [w.value]))
+    part = _group_builtin(ctx, f"sub_group_non_uniform_scan_{mode}_{kind}", w.type, [w.value])
+    if scope == "sub_group":
+        return w.back(part)
+    total = part if mode == "inclusive" else _group_builtin(
+        ctx, f"sub_group_non_uniform_scan_inclusive_{kind}", w.type, [w.value])
+    prefix = _before_sub_group(ctx, w, total)
+    return w.back(combiner(ctx, w.kind, w.type)(prefix, part))
+
+
+def _before_sub_group(ctx, w, inclusive: ll.Value) -> ll.Value:
+    """op over the totals of the sub-groups before this one (the identity for the
+    first): each sub-group's last work-item leaves its inclusive scan in a local slot."""
+    b = ctx.builder
+    combine = combiner(ctx, w.kind, w.type)
+    slots = _group_scratch(ctx)
+    mt = ctx.mtype(w.type)
+    control_barrier(ctx, SCOPE["work_group"])
+    sg = b.trunc(ctx.lowering.sub_group(ctx, "group_id"), lt.I32)
+    lane = ctx.lowering.sub_group(ctx, "local_id")
+    last = b.sub(ctx.lowering.sub_group(ctx, "local_range"), ll.Constant(lt.I64, 1))
+    with b.if_then(b.icmp_unsigned("==", lane, last)):
+        ctx.store(inclusive, b.gep(slots, [sg], source_etype=mt), w.type, align=8)
+    control_barrier(ctx, SCOPE["work_group"])
+    acc = ctx.alloca(mt, name="wg.prefix")
+    ctx.store(group_identity(ctx, w.kind, w.type), acc, w.type)
+    fn = b.block.function
+    head, body, done = (fn.append_basic_block(f"wg.prefix.{s}") for s in ("cond", "body", "end"))
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(lt.I32, name="wg.sub_group")
+    i.add_incoming(_I32_0, pre)
+    b.cbranch(b.icmp_unsigned("<", i, sg), body, done)
+    b.position_at_end(body)
+    x = ctx.load(b.gep(slots, [i], source_etype=mt), w.type, align=8)
+    ctx.store(combine(ctx.load(acc, w.type), x), acc, w.type)
+    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    return ctx.load(acc, w.type)
+
+
+def _lower_group_broadcast(ctx, op):
+    """``sub_group_broadcast``; a work-group's value goes through local memory (one
+    slot between two barriers: OpenCL's work_group_broadcast takes a local id per
+    dimension, SYCL a linear one)."""
+    x, at = op.operands
+    w = widen(ctx, None, op.type, ctx.get(x))
+    b = ctx.builder
+    if op.attrs["scope"] == "sub_group":
+        lane = b.trunc(ctx.get(at), lt.I32)
+        return w.back(_group_builtin(ctx, "sub_group_broadcast", w.type, [w.value, lane], "j"))
+    slots = _group_scratch(ctx)
+    mt = ctx.mtype(w.type)
+    control_barrier(ctx, SCOPE["work_group"])
+    lid = ctx.lowering.work_item(ctx, "local_linear_id", None)
+    with b.if_then(b.icmp_unsigned("==", lid, ctx.get(at))):
+        ctx.store(w.value, b.gep(slots, [_I32_0], source_etype=mt), w.type, align=8)
+    control_barrier(ctx, SCOPE["work_group"])
+    return w.back(ctx.load(b.gep(slots, [_I32_0], source_etype=mt), w.type, align=8))
+
+
+_SHUFFLES = {"idx": "sub_group_shuffle", "xor": "sub_group_shuffle_xor",
+             "down": "sub_group_shuffle_down", "up": "sub_group_shuffle_up"}
+
+
+def _lower_group_shuffle(ctx, op):
+    """cl_khr_subgroup_shuffle(_relative): OpGroupNonUniformShuffle(Xor, Down, Up)."""
+    x, k = op.operands
+    w = widen(ctx, None, op.type, ctx.get(x))
+    lane = ctx.builder.trunc(ctx.get(k), lt.I32)
+    return w.back(_group_builtin(ctx, _SHUFFLES[op.attrs["mode"]], w.type, [w.value, lane], "j"))
 
 
 # Atomics --------------------------------------------------------------------------------------
