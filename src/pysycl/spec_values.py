@@ -77,6 +77,29 @@ def spec_value_bytes(spec_id, value) -> bytes:
     return value_bytes(value, dt)
 
 
+def spec_key(values) -> tuple:
+    """The one key of a set of specialization-constant values (``{spec_id or symbolic
+    ID: value}``): ``((symbolic ID, value bytes), ...)`` sorted. A value keyed by its
+    ``specialization_id`` converts to the constant's dtype (bytes of its size pass as
+    they are); one keyed by a symbolic ID must be bytes already.
+
+    >>> spec_key(None), spec_key({"m.k": b"\\x01"})
+    ((), (('m.k', b'\\x01'),))
+    """
+    if not values:
+        return ()
+    out = []
+    for spec_id, value in values.items():
+        if isinstance(spec_id, str):
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise exception(errc.invalid, f"spec constant {spec_id}: give bytes or key "
+                                "the value by its specialization_id")
+            out.append((spec_id, bytes(value)))
+        else:
+            out.append((spec_uid(spec_id), spec_value_bytes(spec_id, value)))
+    return tuple(sorted(out))
+
+
 def spec_default_bytes(spec_id) -> bytes:
     """The bytes of the constant's default value."""
     raw = getattr(spec_id, "default_bytes", None)

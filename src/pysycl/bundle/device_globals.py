@@ -1,6 +1,6 @@
 """The per-device instance of each ``device_global`` and host copies to and from it.
 
-SYCL (ext device_global): one instance per device and context
+SYCL (sycl_ext_oneapi_device_global): one instance per device and context
 (keyed by the driver context: None for the default one),
 shared by every kernel on that device whatever image it is in, initialised to T's
 default (zero, or a ``@sycl.struct``'s field defaults; each image's global has that

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from ..detail import check_stable
+from ..detail.memo import Memo
 from ..errors import errc, exception
 from ..spec_values import (spec_default_bytes, spec_uid, spec_value_bytes,
                            spec_value_from_bytes)
@@ -34,6 +35,8 @@ class kernel_bundle:
         self._images = tuple(dict.fromkeys(images))
         self._spec_values: dict[str, bytes] = dict(spec_values or {})
         self._spec_objects: dict[str, Any] = dict(spec_objects or {})
+        # device -> the launchers of its kernels (bundle/launch.py)
+        self.device_caches = Memo()
 
     # -- queries (4.11.12.1) --
     def empty(self) -> bool:

@@ -4,6 +4,11 @@ A kernel_id has reference semantics: there is one object per application kernel,
 equality is identity and ``get_kernel_id(k) is get_kernel_id(k)``. ``get_name()`` is
 ``"<module>.<qualname>"`` unless ``@sycl.kernel(name=...)`` gave one.
 
+A kernel function's id is kept on the function (``_pysycl_kernel_id``), and what the
+default lookup makes of the kernel is kept on its id: the input image and link
+(``builds``), executable images from the warm-start index (``warm_images``) and, per
+device, its launchers (``device_caches``).
+
 >>> import pysycl as sycl                                          # doctest: +SKIP
 >>> sycl.get_kernel_id(conv).get_name()                            # doctest: +SKIP
 'examples.conv'
@@ -14,17 +19,19 @@ import importlib
 import threading
 from typing import Any, Iterable
 
+from .. import config
+from ..detail.memo import LRUMemo, Memo
 from ..errors import errc, exception
 
 _lock = threading.RLock()
-_by_kernel: dict[int, "kernel_id"] = {}     # id(kernel function) -> kernel_id
-_by_name: dict[str, "kernel_id"] = {}       # kernel name -> kernel_id (first definition)
+_by_name: dict[str, "kernel_id"] = {}       # kernel name -> kernel_id (latest definition)
 
 
 class kernel_id:
     """Identifies one application kernel; not constructible by users."""
 
-    __slots__ = ("_name", "_kernel", "_module", "__weakref__")
+    __slots__ = ("_name", "_kernel", "_module", "builds", "warm_images", "device_caches",
+                 "__weakref__")
 
     def __init__(self, *_a, **_k):
         raise exception(errc.invalid, "kernel_id cannot be constructed; use "
@@ -36,6 +43,11 @@ class kernel_id:
         self._name = name
         self._kernel = kernel
         self._module = module
+        self.builds = Memo()   # "input": the input image, "link": the default link
+        # Executable images from the warm-start index, by target and (literal) values.
+        self.warm_images = LRUMemo(config.max_programs)
+        # device -> its launchers (by spec-constant values, properties, checks, context).
+        self.device_caches = Memo()
         return self
 
     def get_name(self) -> str:
@@ -128,8 +140,8 @@ def registered_kernels(module_name: str | None = None) -> list[Any]:
 
 def _id_for_function(kfn) -> kernel_id:
     with _lock:
-        kid = _by_kernel.get(id(kfn))
-        if kid is not None and kid.kernel is kfn:
+        kid = getattr(kfn, "_pysycl_kernel_id", None)
+        if kid is not None:
             return kid
         name = kernel_function_name(kfn)
         kid = _by_name.get(name)
@@ -139,7 +151,7 @@ def _id_for_function(kfn) -> kernel_id:
             kid = kernel_id._make(name, kfn, kernel_function_module(kfn))
             # The latest definition of a name wins (a re-imported or redefined kernel).
             _by_name[name] = kid
-        _by_kernel[id(kfn)] = kid
+        kfn._pysycl_kernel_id = kid   # kept on the function: goes when it goes
         return kid
 
 

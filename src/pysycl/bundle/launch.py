@@ -9,12 +9,16 @@ kernel's ``@sycl.external`` imports are resolved from every Python module import
 far. With ``bundle=`` (``use_kernel_bundle``) the kernel must be in that executable
 bundle, else ``errc.kernel_not_supported``.
 
-Launchers are cached in memory by (kernel, device, spec-constant value bytes, launch
-properties, bundle, image selector): a hit hashes no IR and costs one dict lookup.
-Threads asking for one key at once build it once.
+Launchers are kept on what they come from, per device: the default lookup's on the
+kernel's ``kernel_id``, a bundle's on the bundle (``device_caches``), each by
+spec-constant value bytes, launch properties, image selector, checked build and driver
+context (bounded: a program may use a new value per launch). A hit hashes no IR and
+costs one dict lookup; threads asking for one key at once build it once.
 
->>> _spec_key(None)
-()
+>>> get_launcher(42, None)
+Traceback (most recent call last):
+...
+pysycl.errors.exception: 42 is not a @sycl.kernel function
 """
 from __future__ import annotations
 
@@ -23,39 +27,18 @@ from typing import Any, Mapping, Sequence
 
 from .. import config
 from ..backends.base import KernelArg, KernelArgKind
-from ..detail.lru import LRU
+from ..detail.memo import LRUMemo
 from ..errors import errc, exception
 from ..ir import check_record
 from ..ir.core import Function
+from ..spec_values import spec_key
 from . import device_globals, stats, toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible
-from .kernel_bundle import kernel_bundle, kernel_object, spec_uid, spec_value_bytes
+from .kernel_bundle import kernel_bundle, kernel_object
 from .kernel_id import get_kernel_id, kernel_id
 from .linker import (build_executable, default_linked_kernel, lowering_from_properties,
                      warm_executable)
-
-# Bounded: a key holds spec-constant values, and a program may use a new value per launch.
-_launchers = LRU(config.max_programs)
-_lock = threading.Lock()
-_building: dict[tuple, threading.Lock] = {}
-
-
-def _spec_key(spec_values: Mapping | None) -> tuple:
-    """``((symbolic id, value bytes), ...)`` sorted; keys may be specialization_id
-    objects (values converted to their dtype) or symbolic IDs with bytes values."""
-    if not spec_values:
-        return ()
-    out = []
-    for sid, value in spec_values.items():
-        if isinstance(sid, str):
-            raw = bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else None
-            if raw is None:
-                raise exception(errc.invalid, f"spec constant {sid}: give bytes or key the "
-                                              "value by its specialization_id")
-        else:
-            raw = spec_value_bytes(sid, value)
-        out.append((spec_uid(sid), raw))
-    return tuple(sorted(out))
+from .sources import input_image, object_image
 
 
 def _check_bound_bundle(kernel: kernel_object, bound: kernel_bundle | None) -> None:
@@ -90,48 +73,32 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
     if isinstance(kernel, kernel_object):
         _check_bound_bundle(kernel, bundle)
         bundle = kernel.get_kernel_bundle()  # 4.9.4.2: a kernel object uses its own bundle
+    kid = get_kernel_id(kernel)
     # A user-made context has its own driver context (OpenCL): programs and the
     # spec-constant buffer are made in it. None: the driver's default context.
     ctx_handle = getattr(context, "handle", None)
-    key = (id(kernel) if not isinstance(kernel, kernel_object) else kernel.get_kernel_id(),
-           device, _spec_key(spec_values), _hashable(launch_properties),
-           id(bundle) if bundle is not None else None, image_selector,
+    values = spec_key(spec_values)
+    key = (values, _hashable(launch_properties), image_selector,
            config.debug_checks(),   # a checked build is another image
            ctx_handle)
-    hit = _launchers.get(key)
-    # ``bundle_ref``: id(bundle) of a collected bundle may be reused by a new one.
-    if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
-        return hit
-    with _lock:
-        lock = _building.setdefault(key, threading.Lock())
-    with lock:
-        hit = _launchers.get(key)
-        if hit is not None and hit.kernel_ref is kernel_ref(kernel) and hit.bundle_ref is bundle:
-            return hit
-        launcher = _make_launcher(kernel, device, bundle, image_selector, dict(key[2]),
-                                  launch_properties, ctx_handle)
-        launcher.bundle_ref = bundle
+    owner = kid
+    if bundle is not None:   # the bundle's launchers, of each of its kernels
+        owner, key = bundle, (kid, *key)
+
+    def make() -> Launcher:
         stats.bump("launcher_builds")
-        _launchers.put(key, launcher)
-    with _lock:
-        _building.pop(key, None)
-    return launcher
+        return _make_launcher(kid, device, bundle, image_selector, dict(values),
+                              launch_properties, ctx_handle)
+    return launchers_of(owner, device).get_or_make(key, make)
 
 
-def kernel_ref(kernel):
-    """What a cached launcher remembers to detect a redefined kernel under a reused id."""
-    return kernel.get_kernel_id() if isinstance(kernel, kernel_object) else kernel
+def launchers_of(owner, device) -> LRUMemo:
+    """The launchers ``owner`` (a kernel_id or a kernel_bundle) keeps for ``device``."""
+    return owner.device_caches.get_or_make(device, lambda: LRUMemo(config.max_programs))
 
 
-def clear_launchers() -> None:
-    """Forget every cached launcher (tests)."""
-    with _lock:
-        _launchers.clear()
-
-
-def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, bytes],
+def _make_launcher(kid: kernel_id, device, bundle, image_selector, values: dict[str, bytes],
                    launch_properties, ctx_handle=None) -> "Launcher":
-    kid = get_kernel_id(kernel)
     if bundle is not None:
         if bundle.state is not bundle_state.executable:
             raise exception(errc.invalid, "use_kernel_bundle needs an executable kernel_bundle")
@@ -173,7 +140,6 @@ def _make_launcher(kernel, device, bundle, image_selector, values: dict[str, byt
 def _warm_default_image(kid: kernel_id, device, mode: str, values) -> device_image | None:
     """The default lookup's executable image from the warm-start index (no frontend,
     no link, no codegen), or ``None``: the full path decides (and reports errors)."""
-    from .sources import input_image, object_image
     inp = input_image(kid)
     if not inp.is_warm or inp.imports:
         return None
@@ -247,14 +213,11 @@ def check_record_symbol(binary) -> str | None:
 class Launcher:
     """Launches one kernel image on one device with fixed spec-constant values."""
 
-    bundle_ref = None   # the kernel_bundle it was made from (get_launcher's cache check)
-
     def __init__(self, kid: kernel_id, image: device_image, device, values: dict[str, bytes],
                  ctx_handle=None):
         self.kernel_id = kid
         # The driver context its program and memory are made in (None: the default).
         self.ctx_handle = ctx_handle
-        self.kernel_ref = kid.kernel if kid.kernel is not None else kid
         self.image = image
         self.device = device
         fn = image.kernel_function(kid)

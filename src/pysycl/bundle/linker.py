@@ -15,7 +15,9 @@ executable image per code-generation target:
 Binaries go through ``bundle/cache.py`` (memory + disk) keyed by the canonical IR of
 the linked kernel, its spec-constant IDs, the target, the lowering mode and (literal
 mode) the values, the pysycl version, the codegen ABI, the LLVM version and, for host
-code, the host CPU. A cache miss logs which part changed.
+code, the host CPU. A cache miss logs which part changed. In memory, a kernel's default
+link is kept on its kernel_id and the executable images of a linked kernel (or group)
+on it (bounded: each literal spec-constant value set is an image of its own).
 
 >>> resolve_lowering("auto", type("T", (), {"native_spec_constants": True})())
 'native'
@@ -28,7 +30,7 @@ from typing import Iterable, Mapping
 from .. import config
 from .._records import IdentityRecord
 from ..detail import trace
-from ..detail.lru import LRU
+from ..detail.memo import LRUMemo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
@@ -39,12 +41,7 @@ from .device_image import bundle_state, device_image, image_property_sets
 from .kernel_id import kernel_id, kernel_id_by_name
 from .sources import input_image, libraries_for, object_image
 
-_lock = threading.RLock()
-_default_links: dict[int, tuple[object, "LinkedKernel"]] = {}   # id(kfn) -> (kfn, linked)
-# Executable images by (linked kernel, target, mode, literal values, devices, checks):
-# bounded, as each literal spec-constant value set is an image of its own.
-_executables = LRU(config.max_programs)
-_key_locks: dict[tuple, threading.Lock] = {}
+_lock = threading.Lock()   # guards _literal_sets and _scope_owners
 
 
 class ImageGroup(IdentityRecord):
@@ -60,6 +57,8 @@ class ImageGroup(IdentityRecord):
         self.names = names
         self.module = module
         self.spec_ids = spec_ids
+        # Its executable images by (target, mode, literal values, devices, checks).
+        self.executables = LRUMemo(config.max_programs)
 
     @property
     def kernel_ids(self) -> list[kernel_id]:
@@ -86,6 +85,8 @@ class LinkedKernel(IdentityRecord):
         self.module = module
         self.spec_ids = spec_ids
         self._ir_text = _ir_text
+        # Its executable images by (target, mode, literal values, devices, checks).
+        self.executables = LRUMemo(config.max_programs)
 
     @property
     def ir_text(self) -> str:
@@ -202,48 +203,29 @@ def _image_scope_groups(linked: Module, ids: SpecConstantIds) -> list[ImageGroup
 def default_linked_kernel(kid: kernel_id) -> LinkedKernel:
     """The kernel linked with the library images of every Python module imported so
     far that it needs (the default lookup's "link object, else build input")."""
-    kfn = kid.kernel
-    hit = _default_links.get(id(kfn))
-    if hit is not None and hit[0] is kfn:
-        return hit[1]
-    with _lock:
-        lock = _key_locks.setdefault(("link", id(kfn)), threading.Lock())
-    with lock:
-        hit = _default_links.get(id(kfn))
-        if hit is not None and hit[0] is kfn:
-            return hit[1]
-        inp = input_image(kid)
-        lk = _shared_link(inp, kid) if len(inp.get_kernel_ids()) > 1 else None
-        if lk is None:
-            objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
-            linked = [lk for lk in link_objects(objects) if lk.name == kid.get_name()]
-            if not linked:
-                linked = link_objects(objects)[:1]
-            lk = linked[0]
-        lk.kid = kid
-        _default_links[id(kfn)] = (kfn, lk)
-        return lk
+    return kid.builds.get_or_make("link", lambda: _link_default(kid))
 
 
-# id(input image of several kernels) -> (image, {kernel name: LinkedKernel}): the default
-# lookup links such an image once, so its kernels share one ImageGroup, one executable
-# image and one program.
-_shared_links: dict[int, tuple[device_image, dict[str, LinkedKernel]]] = {}
+def _link_default(kid: kernel_id) -> LinkedKernel:
+    inp = input_image(kid)
+    lk = _shared_link(inp, kid) if len(inp.get_kernel_ids()) > 1 else None
+    if lk is None:
+        objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
+        linked = [lk for lk in link_objects(objects) if lk.name == kid.get_name()]
+        if not linked:
+            linked = link_objects(objects)[:1]
+        lk = linked[0]
+    lk.kid = kid
+    return lk
 
 
 def _shared_link(inp: device_image, kid: kernel_id) -> LinkedKernel | None:
-    hit = _shared_links.get(id(inp))
-    if hit is None or hit[0] is not inp:
-        with _lock:
-            lock = _key_locks.setdefault(("shared link", id(inp)), threading.Lock())
-        with lock:
-            hit = _shared_links.get(id(inp))
-            if hit is None or hit[0] is not inp:
-                objects = [object_image(inp)] + [object_image(lib)
-                                                 for lib in libraries_for([inp])]
-                hit = (inp, {lk.name: lk for lk in link_objects(objects)})
-                _shared_links[id(inp)] = hit
-    return hit[1].get(kid.get_name())
+    """The kernel's part of the one link of an input image of several kernels (kept on
+    the image), so they share one ImageGroup, one executable image and one program."""
+    def link() -> dict[str, LinkedKernel]:
+        objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
+        return {lk.name: lk for lk in link_objects(objects)}
+    return memo_of(inp).get_or_make("shared link", link).get(kid.get_name())
 
 
 def resolve_lowering(requested: str, target) -> str:
@@ -372,9 +354,8 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
     value_bytes = spec_ids.buffer(values) if spec_ids.ids else b""
     mode = _lowering_for_values(mode, kid.get_name(), target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
-    memo = ("warm", group, kid.get_name(), target.name, mode, value_bytes, tuple(devices),
-            toolchain.build_checks())
-    img = _executables.get(memo)
+    memo = (group, target.name, mode, value_bytes, tuple(devices), toolchain.build_checks())
+    img = kid.warm_images.get(memo)
     if img is not None:
         return img
     key = CacheKey.from_part_digests(_key_digests(entry["ir"], entry["spec_ids_digest"],
@@ -400,12 +381,7 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
     img._binary_key = key
     img._binary_lock = threading.Lock()
     img._rebuild = lambda: build_executable(linked(), devices, mode, values).binary
-    with _lock:
-        found = _executables.get(memo)
-        if found is not None:
-            return found
-        _executables.put(memo, img)
-    return img
+    return kid.warm_images.get_or_make(memo, lambda: img)   # a thread's first one wins
 
 
 def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
@@ -422,52 +398,45 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
     names = list(lk.group.names) if lk.group is not None else [lk.name]
     mode = _lowering_for_values(mode, names[0], target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
-    memo = (id(owner), target.name, mode, value_bytes, tuple(devices),
-            toolchain.build_checks())
-    img = _executables.get(memo)
-    if img is not None:
-        return img
-    with _lock:
-        lock = _key_locks.setdefault(("exe",) + memo, threading.Lock())
-    with lock:
-        img = _executables.get(memo)
-        if img is not None:
-            return img
-        llvm_text: list[str] = []
+    memo = (target.name, mode, value_bytes, tuple(devices), toolchain.build_checks())
+    return owner.executables.get_or_make(
+        memo, lambda: _new_executable(lk, names, devices, target, mode, values, value_bytes))
 
-        def compile_binary() -> bytes:
-            # Any failure on the way is the kernel's build error (IR read from a file
-            # may pass the verifier and still break an assumption of a lowering).
-            try:
-                module = toolchain.clone(lk.module)
-                lower_spec_constants(module, lk.spec_ids, mode,
-                                     values if mode == "literal" else None)
-                module = toolchain.kernel_passes(module, target)
-                llvm = toolchain.codegen(module, target)
-                llvm_text.append(llvm)
-                return toolchain.target_compile(target, llvm, names)
-            except exception:
-                raise
-            except Exception as e:
-                raise exception(errc.build, f"building kernel {', '.join(names)} for "
-                                f"{target.name} failed: {type(e).__name__}: {e}") from e
 
-        key = _cache_key(lk, target, mode, value_bytes)
-        with trace.span(f"build {', '.join(names)} for {target.name}", "build", lowering=mode):
-            binary = default_cache().get_or_build(
-                key, compile_binary, label=f"kernel {', '.join(names)} for {target.name}")
-        warm_index.record_link(lk, key)
-        kids = lk.group.kernel_ids if lk.group is not None else [lk.kid]
-        img = device_image(
-            bundle_state.executable, lk.module, kids, target=target.name,
-            format=target.binary_format, devices=devices, binary=binary,
-            registry=image_property_sets(lk.module, lk.spec_ids), spec_ids=lk.spec_ids,
-            lowering=mode, llvm=llvm_text[0] if llvm_text else None, target_obj=target,
-            spec_values=value_bytes)
-        img._linked = lk
-        _executables.put(memo, img)
-    with _lock:
-        _key_locks.pop(("exe",) + memo, None)
+def _new_executable(lk: LinkedKernel, names: list[str], devices: list, target, mode: str,
+                    values: Mapping[str, bytes] | None, value_bytes: bytes) -> device_image:
+    llvm_text: list[str] = []
+
+    def compile_binary() -> bytes:
+        # Any failure on the way is the kernel's build error (IR read from a file may
+        # pass the verifier and still break an assumption of a lowering).
+        try:
+            module = toolchain.clone(lk.module)
+            lower_spec_constants(module, lk.spec_ids, mode,
+                                 values if mode == "literal" else None)
+            module = toolchain.kernel_passes(module, target)
+            llvm = toolchain.codegen(module, target)
+            llvm_text.append(llvm)
+            return toolchain.target_compile(target, llvm, names)
+        except exception:
+            raise
+        except Exception as e:
+            raise exception(errc.build, f"building kernel {', '.join(names)} for "
+                            f"{target.name} failed: {type(e).__name__}: {e}") from e
+
+    key = _cache_key(lk, target, mode, value_bytes)
+    with trace.span(f"build {', '.join(names)} for {target.name}", "build", lowering=mode):
+        binary = default_cache().get_or_build(
+            key, compile_binary, label=f"kernel {', '.join(names)} for {target.name}")
+    warm_index.record_link(lk, key)
+    kids = lk.group.kernel_ids if lk.group is not None else [lk.kid]
+    img = device_image(
+        bundle_state.executable, lk.module, kids, target=target.name,
+        format=target.binary_format, devices=devices, binary=binary,
+        registry=image_property_sets(lk.module, lk.spec_ids), spec_ids=lk.spec_ids,
+        lowering=mode, llvm=llvm_text[0] if llvm_text else None, target_obj=target,
+        spec_values=value_bytes)
+    img._linked = lk
     return img
 
 

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Mapping, Union
 from ..errors import errc, exception
 from ..spec_values import value_bytes
 
-# Set names exactly as DPC++ spells them (PropertySets.md).
+# Set names exactly as DPC++ spells them (its design document PropertySets.md).
 SPEC_CONSTANTS = "SYCL/specialization constants"
 SPEC_CONSTANTS_DEFAULT_VALUES = "SYCL/specialization constants default values"
 DEVICE_GLOBALS = "SYCL/device globals"

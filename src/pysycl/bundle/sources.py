@@ -6,10 +6,10 @@ kernels of one Python module that use a ``device_image_scope`` device_global (di
 or through another such kernel's variables) share one image, as DPC++'s per-source
 split gives them: the variable has one copy per image, and those kernels must see the
 same one. A Python module that defines ``@sycl.external`` functions gets one library
-image. Input and object images depend only on source, so
-they are made once per process and shared by every bundle (the bundle carries the
-spec-constant values): ``input_image`` and ``object_image`` are memoised and
-thread-safe (a second caller waits for the first).
+image. Input and object images depend only on source, so they are made once per process
+and shared by every bundle (the bundle carries the spec-constant values), each kept on
+what it is made from: a kernel's input image on its kernel_id, an object image on its
+input image (``detail.memo``: thread-safe, a second caller waits for the first).
 
 >>> library_modules() is not None
 True
@@ -22,6 +22,7 @@ import threading
 import warnings
 from typing import Callable, Iterable, TypeVar
 
+from ..detail.memo import Memo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
 from . import stats, toolchain, warm_index
@@ -30,21 +31,15 @@ from .device_image import (bundle_state, device_image, image_property_sets, kern
 from .kernel_id import (get_kernel_id, kernel_function_module, kernel_id,
                         registered_kernels)
 
-_lock = threading.RLock()
-_inputs: dict[int, tuple[object, device_image]] = {}      # id(kernel fn) -> (fn, image)
-_libraries: dict[str, tuple[tuple, device_image]] = {}    # module -> (externals, image)
-_objects: dict[int, device_image] = {}                     # id(input image) -> object image
-_scope_groups: dict[tuple, tuple[tuple, device_image]] = {}  # member fn ids -> (fns, image)
-_key_locks: dict[object, threading.Lock] = {}
+# (module name, its @sycl.external functions) -> the module's library image.
+_libraries = Memo()
+# The kernel functions sharing device_image_scope variables -> their one input image.
+_scope_groups = Memo()
 _warned: set[str] = set()                                  # what was left out, once each
+_warned_lock = threading.Lock()
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def _key_lock(key) -> threading.Lock:
-    with _lock:
-        return _key_locks.setdefault(key, threading.Lock())
 
 
 def _frontend_registry():
@@ -96,21 +91,16 @@ def _image_scope_group(kid: kernel_id, own: device_image) -> device_image:
     if len(members) == 1:
         return own
     fns = tuple(k.kernel for k in members)
-    key = tuple(id(f) for f in fns)
-    hit = _scope_groups.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], fns)):
-        return hit[1]
-    with _key_lock(("scope group",) + key):
-        hit = _scope_groups.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], fns)):
-            return hit[1]
-        ir = toolchain.link_modules([_kernel_input_image(k).module for k in members],
-                                    f"{module}[device_image_scope]")
-        ir.attrs["python_module"] = module
-        img = device_image(bundle_state.input, ir, members, translation_unit=module)
-        img._warm_fingerprint = None   # the warm-start index holds one kernel an image
-        _scope_groups[key] = (fns, img)
-        return img
+    return _scope_groups.get_or_make(fns, lambda: _new_scope_group(module, members))
+
+
+def _new_scope_group(module: str, members: list[kernel_id]) -> device_image:
+    ir = toolchain.link_modules([_kernel_input_image(k).module for k in members],
+                                f"{module}[device_image_scope]")
+    ir.attrs["python_module"] = module
+    img = device_image(bundle_state.input, ir, members, translation_unit=module)
+    img._warm_fingerprint = None   # the warm-start index holds one kernel an image
+    return img
 
 
 def _kernel_input_image(kid: kernel_id) -> device_image:
@@ -120,31 +110,27 @@ def _kernel_input_image(kid: kernel_id) -> device_image:
         raise exception(errc.kernel_not_supported,
                         f"kernel {kid.get_name()} is not defined in this process (import the "
                         "module that defines it, or load a bundle that contains it)")
-    hit = _inputs.get(id(kfn))
-    if hit is not None and hit[0] is kfn:
-        return hit[1]
-    with _key_lock(("input", id(kfn))):
-        hit = _inputs.get(id(kfn))
-        if hit is not None and hit[0] is kfn:
-            return hit[1]
-        hit = warm_index.lookup_summary(kfn)
-        if hit is not None:
-            # Warm start: the image's metadata from the index; its IR only on demand.
-            fp, entry = hit
-            img = device_image(bundle_state.input, None, [kid],
-                               translation_unit=kernel_function_module(kfn),
-                               registry=entry["_input_registry"],
-                               kernel_infos=entry["_kernels"],
-                               materialize=lambda: _frontend_module(kfn))
-            img._warm_fingerprint = fp
-            img._warm_object_registry = entry["_object_registry"]
-        else:
-            img = device_image(bundle_state.input, _frontend_module(kfn), [kid],
-                               translation_unit=kernel_function_module(kfn))
-            img._warm_fingerprint = warm_index.fingerprint(kfn) if warm_index.enabled() else None
-        img._warm_kernel = kfn
-        _inputs[id(kfn)] = (kfn, img)
-        return img
+    return kid.builds.get_or_make("input", lambda: _new_input_image(kid, kfn))
+
+
+def _new_input_image(kid: kernel_id, kfn) -> device_image:
+    hit = warm_index.lookup_summary(kfn)
+    if hit is not None:
+        # Warm start: the image's metadata from the index; its IR only on demand.
+        fp, entry = hit
+        img = device_image(bundle_state.input, None, [kid],
+                           translation_unit=kernel_function_module(kfn),
+                           registry=entry["_input_registry"],
+                           kernel_infos=entry["_kernels"],
+                           materialize=lambda: _frontend_module(kfn))
+        img._warm_fingerprint = fp
+        img._warm_object_registry = entry["_object_registry"]
+    else:
+        img = device_image(bundle_state.input, _frontend_module(kfn), [kid],
+                           translation_unit=kernel_function_module(kfn))
+        img._warm_fingerprint = warm_index.fingerprint(kfn) if warm_index.enabled() else None
+    img._warm_kernel = kfn
+    return img
 
 
 def _frontend_module(kfn) -> Module:
@@ -169,20 +155,17 @@ def library_image(module_name: str) -> device_image | None:
     exts = tuple(_externals_by_module().get(module_name, ()))
     if not exts:
         return None
-    hit = _libraries.get(module_name)
-    if hit is not None and len(hit[0]) == len(exts) and all(a is b for a, b in zip(hit[0], exts)):
-        return hit[1]
-    with _key_lock(("library", module_name)):
-        hit = _libraries.get(module_name)
-        if hit is not None and len(hit[0]) == len(exts) and all(a is b for a, b in zip(hit[0], exts)):
-            return hit[1]
-        stats.bump("frontend_count")
-        modules = [e.ir_module() for e in exts]
-        module = modules[0] if len(modules) == 1 else _merge_library(module_name, modules)
-        module.name = module_name
-        img = device_image(bundle_state.input, module, [], translation_unit=module_name)
-        _libraries[module_name] = (exts, img)
-        return img
+    # (A redefined external is another key: the image of the old definitions is not used.)
+    return _libraries.get_or_make((module_name, exts),
+                                  lambda: _new_library_image(module_name, exts))
+
+
+def _new_library_image(module_name: str, exts: tuple) -> device_image:
+    stats.bump("frontend_count")
+    modules = [ext.ir_module() for ext in exts]
+    module = modules[0] if len(modules) == 1 else _merge_library(module_name, modules)
+    module.name = module_name
+    return device_image(bundle_state.input, module, [], translation_unit=module_name)
 
 
 def _merge_library(name: str, modules: list[Module]) -> Module:
@@ -240,7 +223,7 @@ def skipping_failures(items: Iterable[T], make: Callable[[T], R],
 
 
 def _warn_left_out(what: str, err: exception) -> None:
-    with _lock:
+    with _warned_lock:
         if what in _warned:
             return
         _warned.add(what)
@@ -311,36 +294,31 @@ def object_image(img: device_image) -> device_image:
         return img
     if img.binary is not None:   # SPIR-V read from a file: compiled already
         return prebuilt_image(img, bundle_state.object)
-    hit = _objects.get(id(img))
-    if hit is not None:
-        return hit
-    with _key_lock(("object", id(img))):
-        hit = _objects.get(id(img))
-        if hit is not None:
-            return hit
-        if img.is_warm:
-            obj = device_image(bundle_state.object, None, img.get_kernel_ids(),
-                               registry=img._warm_object_registry,
-                               kernel_infos=img._kernel_infos,
-                               translation_unit=img.translation_unit,
-                               materialize=lambda: _compile_module(img))
-            obj._source_image = img
-            obj._warm_fingerprint = img._warm_fingerprint
-            _objects[id(img)] = obj
-            return obj
-        module = _compile_module(img)
-        obj = device_image(bundle_state.object, module, img.get_kernel_ids(),
-                           registry=image_property_sets(module),
-                           translation_unit=img.translation_unit)
-        obj._source_image = img  # keeps id(img) valid as a memo key
-        obj.untrusted = img.untrusted
-        fp = getattr(img, "_warm_fingerprint", None)
-        if fp is not None and not img.imports:
-            obj._warm_fingerprint = fp
-            if getattr(img, "_warm_kernel", None) is not None:
-                warm_index.record_summary(img._warm_kernel, img, obj)
-        _objects[id(img)] = obj
+    return memo_of(img).get_or_make("object", lambda: _new_object_image(img))
+
+
+def _new_object_image(img: device_image) -> device_image:
+    if img.is_warm:
+        obj = device_image(bundle_state.object, None, img.get_kernel_ids(),
+                           registry=img._warm_object_registry,
+                           kernel_infos=img._kernel_infos,
+                           translation_unit=img.translation_unit,
+                           materialize=lambda: _compile_module(img))
+        obj._source_image = img
+        obj._warm_fingerprint = img._warm_fingerprint
         return obj
+    module = _compile_module(img)
+    obj = device_image(bundle_state.object, module, img.get_kernel_ids(),
+                       registry=image_property_sets(module),
+                       translation_unit=img.translation_unit)
+    obj._source_image = img
+    obj.untrusted = img.untrusted
+    fp = getattr(img, "_warm_fingerprint", None)
+    if fp is not None and not img.imports:
+        obj._warm_fingerprint = fp
+        if getattr(img, "_warm_kernel", None) is not None:
+            warm_index.record_summary(img._warm_kernel, img, obj)
+    return obj
 
 
 def _compile_module(img: device_image) -> Module:

@@ -17,9 +17,9 @@ import functools
 import pickle
 import sys
 import textwrap
-import threading
 
 from ..detail import references
+from ..detail.memo import Memo
 from ..errors import compile_error, errc, exception, hide_compiler_frames, type_error
 from ..ir.core import Module
 from ..properties import properties_for
@@ -44,8 +44,7 @@ class _FrontendFunction:
         # argument property, would otherwise be dropped without a word.
         self.properties = properties_for(properties, "kernel",
                                          f"@sycl.{self._pysycl_function_kind} {self.name}")
-        self._lock = threading.RLock()
-        self._cache: dict[str, object] = {}
+        self._cache = Memo()   # its IR, signature and the like, made once each
 
     def _default_name(self) -> str:
         return f"{self.module_name}.{self.qualname}"
@@ -54,10 +53,7 @@ class _FrontendFunction:
         return parse_function(self.py_function)
 
     def _cached(self, key: str, make):
-        with self._lock:
-            if key not in self._cache:
-                self._cache[key] = make()
-            return self._cache[key]
+        return self._cache.get_or_make(key, make)
 
     def __repr__(self):
         return f"<sycl.{self._pysycl_function_kind} {self.name}>"

@@ -217,7 +217,7 @@ class handler:
         """The group's values with those of the placeholder arguments (``sycl.spec_constant[T,
         S]`` parameters read S under its own ID). A placeholder's value must agree with
         the value the kernel will see: the group's (else it is added to the group's
-        values) or, for a kernel bundle, the bundle's (seed of SYCL 1.2.1's program
+        values) or, for a kernel bundle, the bundle's (as with SYCL 1.2.1's program
         interface: a mismatch is an error, not a silent choice)."""
         spec = self._spec
         placeholders = [a for a in args if type(a) is spec_constant]

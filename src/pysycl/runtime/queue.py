@@ -36,7 +36,7 @@ from threading import get_ident as _get_ident
 
 from .. import config
 from ..detail import trace
-from ..detail.lru import LRU
+from ..detail.memo import LRUMemo, Memo
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from .context import context as context_cls
@@ -62,20 +62,12 @@ def _get_launcher():
     return _launch_module.get_launcher
 
 
-_NO_CACHE = object()
-
-
-def _spec_key(spec):
-    if not spec:
-        return None
-    # The handler stores each value as the constant's bytes; keys are specialization_id
-    # objects (alive as long as the kernels that use them) or "@param:" strings.
+def _hashable(key) -> bool:
     try:
-        return tuple(sorted((k if isinstance(k, str) else f"#{id(k)}", bytes(v))
-                            for k, v in spec.items()))
-    except Exception:
-        return _NO_CACHE  # not bytes: do not cache
-
+        hash(key)
+    except TypeError:
+        return False
+    return True
 
 
 def _events_in_place(value, default, depends_on):
@@ -147,11 +139,11 @@ class queue:
         self._last = None
         self._outstanding: list = []
         self._issued = None if self._in_order else (None, None)
-        # Launchers by (kernel, bundle, selector, spec values, properties), bounded as the
-        # process-wide ones are (a new spec-constant value per submit adds one each).
-        self._launchers = LRU(config.max_programs)
-        # kernel -> its LaunchPlan here (launches with nothing of their own).
-        self._plans: dict = {}
+        # kernel -> its LaunchPlan here (launches with nothing of their own); (kernel,
+        # spec-constant values, properties) -> a command group's (bounded: a program may
+        # set a new value in every group).
+        self._plans = Memo()
+        self._group_plans = LRUMemo(config.max_programs)
 
     def _create_stream(self):
         return self._driver.create_stream(self._desc, self._profiling,
@@ -352,36 +344,28 @@ class queue:
 
     def _plan(self, kernel, bundle=None, image_selector=None, spec=None,
               properties=None) -> LaunchPlan:
-        """The :class:`LaunchPlan` of ``kernel`` here; kept per kernel for launches with
-        nothing of their own (no bundle, spec-constant values or properties)."""
-        if bundle is not None or image_selector is not None or spec or properties is not None:
-            return LaunchPlan(self, self._launcher(kernel, bundle, image_selector, spec,
-                                                   properties), bind=False)
-        try:
-            plan = self._plans.get(kernel)
-        except TypeError:   # not a kernel: the launcher's lookup says so
-            plan = None
-        if plan is None:
-            plan = LaunchPlan(self, self._launcher(kernel, None, None, None, None))
-            self._plans[kernel] = plan
-        return plan
+        """The :class:`LaunchPlan` of ``kernel`` here, kept by the queue: per kernel for
+        launches with nothing of their own, per kernel, spec-constant values and
+        properties for a command group's own (bounded). A group bound to a kernel
+        bundle gets a plan of its own each time (the bundle keeps the launchers)."""
+        if bundle is None and image_selector is None:
+            if not spec and properties is None:
+                plans, key, bind = self._plans, kernel, True
+            else:
+                plans, bind = self._group_plans, False
+                key = (kernel, frozenset(spec.items()) if spec else None, properties)
+            if _hashable(key):   # (not: no kernel, or properties in a list)
+                return plans.get_or_make(key, lambda: LaunchPlan(
+                    self, self._launcher(kernel, None, None, spec, properties), bind))
+        return LaunchPlan(self, self._launcher(kernel, bundle, image_selector, spec,
+                                               properties), bind=False)
 
     def _launcher(self, kernel, bundle, image_selector, spec, properties):
-        """The launcher of ``kernel`` here, cached per queue (no hashing of IR)."""
-        key = (kernel, id(bundle) if bundle is not None else None, image_selector,
-               _spec_key(spec), properties)
-        try:
-            found = self._launchers.get(key)
-        except TypeError:  # unhashable properties
-            key, found = None, None
-        if found is not None:
-            return found
-        launcher = _get_launcher()(kernel, self._device, self._context, bundle=bundle,
-                                   image_selector=image_selector, spec_values=spec,
-                                   launch_properties=properties)
-        if key is not None and key[3] is not _NO_CACHE:
-            self._launchers.put(key, launcher)
-        return launcher
+        """The launcher of ``kernel`` on this queue's device and context: the kernel's,
+        or the bundle's (``bundle/launch.py``)."""
+        return _get_launcher()(kernel, self._device, self._context, bundle=bundle,
+                               image_selector=image_selector, spec_values=spec,
+                               launch_properties=properties)
 
     # Shortcuts (same arguments as the handler's, plus depends_on=) -----------------------
     def _shortcut(self, depends_on):
@@ -394,7 +378,7 @@ class queue:
                      properties=None) -> event:
         if properties is None:
             try:
-                plan = self._plans[kernel]
+                plan = self._plans.entries[kernel]
             except (KeyError, TypeError):
                 plan, args = self._reduction_plan(kernel, args, None)
         else:

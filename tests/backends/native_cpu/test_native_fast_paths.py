@@ -80,7 +80,7 @@ def test_repeated_launch_reuses_packed_arguments():
         q.parallel_for(64, _bump, a, np.int64(1))
     q.wait()
     np.testing.assert_array_equal(np.asarray(a), np.full(64, 13))
-    launcher = q._plans[_bump].launcher
+    launcher = q._plans.get(_bump).launcher
     prep = launcher.program._prepared[launcher.kernel_name]
     assert len(prep.launches) == 2   # one range, two scalar values
     b = sycl.malloc_shared((64,), np.int64, q)
@@ -116,7 +116,7 @@ def test_last_launch_memo_follows_arguments_and_ranges():
         q.parallel_for(size, _add_into, x, y).wait()
         want[:size] += np.asarray(x)[:size]
         np.testing.assert_array_equal(np.asarray(y), want)
-    launcher = q._plans[_add_into].launcher
+    launcher = q._plans.get(_add_into).launcher
     prep = launcher.program._prepared[launcher.kernel_name]
     assert prep.last is not None and prep.last[0] == (7,)
     # an nd_range with a global offset: the memo must not serve the offset-free launch

@@ -8,7 +8,7 @@ import pytest
 
 import pysycl.bundle as B
 from pysycl.bundle import stats
-from pysycl.bundle.launch import clear_launchers
+from pysycl.detail import clear_caches
 from pysycl.errors import errc, exception
 from pysycl.frontend import registry
 
@@ -49,9 +49,9 @@ def env(monkeypatch, tmp_path):
     registry.register_external(ext)
     dev = FakeDevice("cpu0")
     ctx = FakeContext(dev)
-    clear_launchers()
+    clear_caches()
     yield dict(ctx=ctx, dev=dev, ka=ka, kb=kb, driver=driver)
-    clear_launchers()
+    clear_caches()
     registry._kernels.clear(); registry._kernels.update(saved_k)
     registry._externals.clear(); registry._externals.update(saved_e)
     remove_fake_toolchain()

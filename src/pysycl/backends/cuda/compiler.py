@@ -9,7 +9,7 @@ Pipeline (``PtxCompiler.compile``), each step for a reason:
    ``link_in`` consumes its source);
 4. internalise every function that is not a kernel, so O3 inlines and drops libdevice;
 5. O3 with the NVPTX ``TargetMachine`` (reused: NVPTX TMs hold no per-module state,
-   unlike SPIR-V's, llvm-backends.md §0.1) and emit PTX;
+   unlike SPIR-V's) and emit PTX;
 6. check that every kernel came out as a ``.entry`` (it would not without ``ptx_kernel``).
 
 The llvmlite wheel has LLVM assertions on, so an LLVM error kills the process. By default

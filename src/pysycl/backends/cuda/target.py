@@ -42,7 +42,7 @@ from typing import Sequence
 from ..base import AddressSpace, Target
 
 TRIPLE = "nvptx64-nvidia-cuda"
-# What LLVM 22's NVPTX TargetMachine reports for nvptx64 (llvm-backends.md §4).
+# What LLVM 22's NVPTX TargetMachine reports for nvptx64 (its target data layout).
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 
 ADDRESS_SPACES = {

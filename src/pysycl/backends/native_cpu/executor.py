@@ -1,7 +1,7 @@
 """Load host objects with ORC LLJIT and run work-groups on a persistent thread pool.
 
 Calls go through ``ctypes.CFUNCTYPE``, which releases the GIL for the call, so every
-worker runs native code at once (llvm-backends.md section 3: 1.98x on 2 cores). A launch
+worker runs native code at once (measured: 1.98x on 2 cores). A launch
 is split into one contiguous range of work-groups per thread; the calling thread runs the
 first range itself, so ``config.num_threads()`` threads work in all (caller + n-1 pool
 workers). Launches of fewer than ``INLINE_ITEMS`` work-items run inline on the caller:

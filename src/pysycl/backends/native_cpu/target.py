@@ -24,7 +24,7 @@ def _init_llvm() -> None:
 @functools.lru_cache(maxsize=None)
 def host_target_machine() -> llvm.TargetMachine:
     """The host TargetMachine (host CPU and features, PIC). Host TMs may be reused across
-    modules, unlike SPIR-V ones (llvm-backends.md 0.1)."""
+    modules, unlike SPIR-V ones (which keep state of the module they emitted)."""
     _init_llvm()
     return llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
