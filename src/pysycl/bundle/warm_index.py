@@ -68,7 +68,7 @@ from ..detail.names import closure_vars, lookup_name
 
 log = logging.getLogger("pysycl.cache")
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2   # 2: bit masks keep their size in bits
 _LIBRARY_ROOTS = frozenset({"numpy", "math", "cmath", "pysycl", "builtins", "operator"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -352,17 +352,29 @@ def _write(key, entry: dict) -> bool:
 
 
 def registry_to_json(reg) -> dict:
-    out = {}
-    for name, props in reg.to_dict().items():
-        out[name] = {k: (["b", bytes(v).hex()] if isinstance(v, (bytes, bytearray)) else ["i", int(v)])
-                     for k, v in props.items()}
-    return out
+    return {name: {k: _value_to_json(v) for k, v in props.items()}
+            for name, props in reg.to_dict().items()}
+
+
+def _value_to_json(value) -> list:
+    """A property value as JSON: a u32 int, bytes, or a bit mask that keeps its size in
+    bits (``SYCL/kernel param opt``: the argument count, not whole bytes)."""
+    from .property_sets import BitBytes
+    if isinstance(value, BitBytes):
+        return ["bits", bytes(value).hex(), value.bit_size]
+    if isinstance(value, (bytes, bytearray)):
+        return ["b", bytes(value).hex()]
+    return ["i", int(value)]
 
 
 def registry_from_json(data: dict):
-    from .property_sets import PropertySetRegistry
-    sets = {name: {k: (bytes.fromhex(v[1]) if v[0] == "b" else int(v[1])) for k, v in props.items()}
-            for name, props in data.items()}
+    from .property_sets import BitBytes, PropertySetRegistry
+
+    def value(item):
+        if item[0] == "bits":
+            return BitBytes(bytes.fromhex(item[1]), int(item[2]))
+        return bytes.fromhex(item[1]) if item[0] == "b" else int(item[1])
+    sets = {name: {k: value(v) for k, v in props.items()} for name, props in data.items()}
     return PropertySetRegistry.from_checked(sets)
 
 

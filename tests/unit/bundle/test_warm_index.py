@@ -228,3 +228,21 @@ def test_executor_exports_the_check_record():
     assert set(executor.CHECK_SYMBOLS) == {check_record.RECORD_SYMBOL,
                                            check_record.BOUNDS_RECORD_SYMBOL,
                                            check_record.SITES_SYMBOL}
+
+
+def test_property_sets_keep_bit_masks_through_the_index():
+    """A warm start writes the property sets the build wrote: a ``SYCL/kernel param opt``
+    mask keeps its size in bits (the argument count), not whole bytes."""
+    from pysycl.bundle import property_sets as ps
+    rng = np.random.default_rng(17)
+    for count in (1, 7, 8, 10, 19):
+        removed = [bool(b) for b in rng.integers(0, 2, count)]
+        reg = ps.PropertySetRegistry()
+        reg.add_set(ps.KERNEL_PARAM_OPT, {"k": ps.kernel_param_opt_mask(removed)})
+        reg.add_set("SYCL/misc properties", {"optLevel": int(rng.integers(0, 4))})
+        back = warm_index.registry_from_json(json.loads(json.dumps(
+            warm_index.registry_to_json(reg))))
+        mask = back.to_dict()[ps.KERNEL_PARAM_OPT]["k"]
+        assert ps.encode_value(mask) == ps.encode_value(ps.kernel_param_opt_mask(removed))
+        assert [bool(mask[i // 8] >> (i % 8) & 1) for i in range(count)] == removed
+        assert back.to_dict()["SYCL/misc properties"] == reg.to_dict()["SYCL/misc properties"]
