@@ -132,12 +132,8 @@ class KernelFunction(_FrontendFunction):
         unbound reducers, as C++ instantiates the kernel for the reduction's operator:
         a kernel of its own (name ``k[r:minimum]``), made once per operator set."""
         key = tuple(sorted(ops.items()))
-        variants = self._cached("reducer_variants", dict)
-        with self._lock:
-            found = variants.get(key)
-            if found is None:
-                found = variants[key] = _ReducerVariant(self, key)
-        return found
+        variants = self._cached("reducer_variants", Memo)
+        return variants.get_or_make(key, lambda: _ReducerVariant(self, key))
 
     @property
     def dims(self) -> int | None:
