@@ -67,3 +67,28 @@ def test_group_spec_values_find_their_plans_again(device, host):
     finally:
         sycl.free(x, q)
         sycl.free(out, q)
+
+
+@sycl.kernel
+def group_of(nd: sycl.nd_item[1], out: sycl.global_ptr[np.int32]):
+    out[nd.get_global_id(0)] = np.int32(nd.get_group(0))
+
+
+def test_an_nd_range_changed_in_place_is_checked_and_used_again(queue):
+    """A launch remembers the last nd_range it checked; the same object with other
+    ranges is another launch."""
+    n = 64
+    out = sycl.malloc_shared(n, np.int32, queue)
+    try:
+        nd = sycl.nd_range(sycl.range(n), sycl.range(8))
+        for local in (8, 8, 16, 4, 16):
+            nd.local_range = sycl.range(local)
+            np.asarray(out)[:] = -1
+            queue.parallel_for(nd, group_of, out).wait()
+            np.testing.assert_array_equal(np.asarray(out), np.arange(n) // local)
+        nd.local_range = sycl.range(5)   # 64 is no multiple of 5
+        with pytest.raises(sycl.exception) as info:
+            queue.parallel_for(nd, group_of, out)
+        assert info.value.code() == sycl.errc.nd_range
+    finally:
+        sycl.free(out, queue)

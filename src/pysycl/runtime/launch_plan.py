@@ -8,8 +8,8 @@ kernel and device; the kernel's work-group size properties; the driver's launch 
 the queue's stream), and each launch then does only what can change:
 
 1. the range is normalised and checked (:meth:`LaunchPlan.index_space`, the one place
-   that reads what ``parallel_for`` was given; the last range object is remembered,
-   so a launch loop checks it once);
+   that reads what ``parallel_for`` was given; the last range object, and the last
+   nd_range by its ranges, are remembered, so a launch loop checks them once);
 2. the arguments are packed (``runtime/args.py``): a wrong argument is a synchronous
    ``sycl.exception`` and nothing is recorded;
 3. a launch with nothing to wait on (no ``depends_on``, no accessors, no pending
@@ -29,8 +29,10 @@ from .event import (STREAM, _token_done, complete, event, issued_event, new_even
                     set_token)
 from .handler import handler
 from .ranges import SINGLE_TASK, launch_range
-from .reduction import bind_all as bind_reductions, bound_reduction
+from .ranges import id as id_cls
+from .ranges import nd_range as nd_range_cls
 from .ranges import range as range_cls
+from .reduction import bind_all as bind_reductions, bound_reduction
 
 
 class LaunchPlan:
@@ -46,7 +48,7 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "reducers")
+                 "last_nd_range", "reducers")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -84,6 +86,7 @@ class LaunchPlan:
         # immutable range: the same object, or a sycl.range equal to it, is not checked
         # again.
         self.last_space = (_NO_RANGE, None)
+        self.last_nd_range = (None, None)   # ((global, local, offset) ranges, as above)
         # sycl.reduction arguments are bound to each launch's range (runtime/reduction.py).
         self.reducers = packer.has_reducers
 
@@ -136,6 +139,13 @@ class LaunchPlan:
         """``(global size, local size or None, offset or None)`` of ``space``, checked
         against the kernel (index kind, dimensions, work-group properties) and the
         device's limits; ``errc.nd_range`` (with the Python type users expect)."""
+        parts = None
+        if space.__class__ is nd_range_cls:
+            # An nd_range can be changed in place: it is remembered by its three ranges.
+            parts = (space.global_range, space.local_range, space.offset)
+            last = self.last_nd_range
+            if parts == last[0] and all(part.__class__ in _INDEX_CLASSES for part in parts):
+                return last[1]
         if space is SINGLE_TASK:
             global_size, local_size, offset = space
         else:
@@ -155,6 +165,8 @@ class LaunchPlan:
         if kind is range_cls or kind is int or space is SINGLE_TASK or kind is tuple and all(
                 extent.__class__ is int for extent in space):   # immutable: remembered
             self.last_space = (space, (global_size, local_size, offset))
+        elif parts is not None:
+            self.last_nd_range = (parts, (global_size, local_size, offset))
         return global_size, local_size, offset
 
     def command(self, global_size, local_size, offset, packed, local_bytes, keep, accs):
@@ -241,6 +253,7 @@ class LaunchPlan:
 
 
 _NO_RANGE = object()
+_INDEX_CLASSES = frozenset({range_cls, id_cls})   # immutable tuples of ints
 
 
 _STAGES = (args_mod.HostStaging, bound_reduction)

@@ -350,6 +350,10 @@ class queue:
         bundle gets a plan of its own each time (the bundle keeps the launchers)."""
         if bundle is None and image_selector is None:
             if not spec and properties is None:
+                try:
+                    return self._plans.entries[kernel]
+                except (KeyError, TypeError):
+                    pass
                 plans, key, bind = self._plans, kernel, True
             else:
                 plans, bind = self._group_plans, False
@@ -399,8 +403,12 @@ class queue:
         return plan, args
 
     def single_task(self, kernel, *args, depends_on=None, properties=None) -> event:
-        return self.parallel_for(SINGLE_TASK, kernel, *args, depends_on=depends_on,
-                                 properties=properties)
+        try:   # (the plan looked up inline, as parallel_for does: a launch loop's cost)
+            plan = self._plans.entries[kernel] if properties is None else None
+        except (KeyError, TypeError):
+            plan = None
+        return (plan or self._plan(kernel, properties=properties)).enqueue(
+            SINGLE_TASK, args, None if depends_on is None else as_events(depends_on))
 
     def memcpy(self, dst, src, num_bytes=None, offset=0, depends_on=None) -> event:
         """SYCL 2020's ``memcpy(dest, src, num_bytes[, offset][, dep_events])``: ``offset``
