@@ -123,3 +123,29 @@ def identity(ctx, kind: str, t: ScalarType) -> ll.Constant:
 
 
 __all__ = ["Widened", "combiner", "identity", "truth_value", "widen", "widened_operator"]
+
+
+def fold_slots(ctx, slots: ll.Value, t: Type, start: ll.Value, end: ll.Value,
+               first: ll.Value, combine, align: int, name: str) -> ll.Value:
+    """``first`` combined with ``slots[start:end]`` (i32 bounds) in order: what a
+    work-group reduce or scan reads back from the per-sub-group totals its leaders
+    stored in local scratch memory."""
+    b = ctx.builder
+    mt = ctx.mtype(t)
+    acc = ctx.alloca(mt, name=name)
+    ctx.store(first, acc, t)
+    fn = b.block.function
+    head, body, done = (fn.append_basic_block(f"{name}.{s}") for s in ("cond", "body", "end"))
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(lt.I32, name=f"{name}.slot")
+    i.add_incoming(start, pre)
+    b.cbranch(b.icmp_unsigned("<", i, end), body, done)
+    b.position_at_end(body)
+    x = ctx.load(b.gep(slots, [i], source_etype=mt), t, align=align)
+    ctx.store(combine(ctx.load(acc, t), x), acc, t)
+    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    return ctx.load(acc, t)

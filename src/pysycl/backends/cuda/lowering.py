@@ -47,7 +47,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, TargetLowering, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
-from ...codegen.group_ops import combiner, identity as group_identity, truth_value
+from ...codegen.group_ops import combiner, fold_slots, identity as group_identity, truth_value
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
                                      lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
 from ...codegen.rules_scalar import compare, scalar_of
@@ -256,7 +256,7 @@ class CudaLowering(DeviceDimsLowering):
     # Math ---------------------------------------------------------------------------------
     def math(self, ctx: LoweringContext, name: str, args: list, result_type):
         if name == "ldexp":    # __nv_ldexpf(float, int)
-            x, n = args
+            x = args[0]
             if not isinstance(x.type, (ll.FloatType, ll.DoubleType)):
                 return None
             symbol = "__nv_ldexpf" if isinstance(x.type, ll.FloatType) else "__nv_ldexp"
@@ -417,23 +417,8 @@ def _lower_group_scan(ctx, op):
     with b.if_then(b.icmp_unsigned("==", lane, last)):
         ctx.store(inclusive, b.gep(slots, [warp], source_etype=mt), t, align=1)
     work_group_barrier(ctx)
-    prefix = ctx.alloca(mt, name="wg.prefix")
-    ctx.store(ident, prefix, t)
-    fn = b.block.function
-    head, body, done = (fn.append_basic_block(f"wg.prefix.{s}") for s in ("cond", "body", "end"))
-    pre = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(lt.I32, name="wg.warp")
-    i.add_incoming(_ZERO32, pre)
-    b.cbranch(b.icmp_unsigned("<", i, warp), body, done)
-    b.position_at_end(body)
-    x = ctx.load(b.gep(slots, [i], source_etype=mt), t, align=1)
-    ctx.store(combine(ctx.load(prefix, t), x), prefix, t)
-    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
-    return combine(ctx.load(prefix, t), part)
+    prefix = fold_slots(ctx, slots, t, _ZERO32, warp, ident, combine, 1, "wg.prefix")
+    return combine(prefix, part)
 
 
 def _lower_dg_addr(ctx, op):

@@ -57,7 +57,7 @@ from llvmlite import ir as ll
 from ...codegen import LoweringContext, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
-from ...codegen.group_ops import combiner, identity as group_identity, widen
+from ...codegen.group_ops import combiner, fold_slots, identity as group_identity, widen
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
@@ -423,23 +423,8 @@ def _across_sub_groups(ctx, w, sg_total: ll.Value) -> ll.Value:
         ctx.store(sg_total, b.gep(slots, [sg], source_etype=mt), w.type, align=8)
     control_barrier(ctx, SCOPE["work_group"])
     count = b.trunc(ctx.lowering.sub_group(ctx, "group_range"), lt.I32)
-    acc = ctx.alloca(mt, name="wg.reduce")
-    ctx.store(ctx.load(slots, w.type, align=8), acc, w.type)
-    fn = b.block.function
-    head, body, done = (fn.append_basic_block(f"wg.reduce.{s}") for s in ("cond", "body", "end"))
-    pre = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(lt.I32, name="wg.sub_group")
-    i.add_incoming(ll.Constant(lt.I32, 1), pre)
-    b.cbranch(b.icmp_unsigned("<", i, count), body, done)
-    b.position_at_end(body)
-    x = ctx.load(b.gep(slots, [i], source_etype=mt), w.type, align=8)
-    ctx.store(combine(ctx.load(acc, w.type), x), acc, w.type)
-    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
-    return ctx.load(acc, w.type)
+    return fold_slots(ctx, slots, w.type, ll.Constant(lt.I32, 1), count,
+                      ctx.load(slots, w.type, align=8), combine, 8, "wg.reduce")
 
 
 def _group_scratch(ctx) -> ll.GlobalVariable:
@@ -492,23 +477,8 @@ def _before_sub_group(ctx, w, inclusive: ll.Value) -> ll.Value:
     with b.if_then(b.icmp_unsigned("==", lane, last)):
         ctx.store(inclusive, b.gep(slots, [sg], source_etype=mt), w.type, align=8)
     control_barrier(ctx, SCOPE["work_group"])
-    acc = ctx.alloca(mt, name="wg.prefix")
-    ctx.store(group_identity(ctx, w.kind, w.type), acc, w.type)
-    fn = b.block.function
-    head, body, done = (fn.append_basic_block(f"wg.prefix.{s}") for s in ("cond", "body", "end"))
-    pre = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(lt.I32, name="wg.sub_group")
-    i.add_incoming(_I32_0, pre)
-    b.cbranch(b.icmp_unsigned("<", i, sg), body, done)
-    b.position_at_end(body)
-    x = ctx.load(b.gep(slots, [i], source_etype=mt), w.type, align=8)
-    ctx.store(combine(ctx.load(acc, w.type), x), acc, w.type)
-    i.add_incoming(b.add(i, ll.Constant(lt.I32, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
-    return ctx.load(acc, w.type)
+    return fold_slots(ctx, slots, w.type, _I32_0, sg, group_identity(ctx, w.kind, w.type),
+                      combine, 8, "wg.prefix")
 
 
 def _lower_group_broadcast(ctx, op):
