@@ -155,6 +155,12 @@ def environ_get(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
 
+def environ_with(**overrides: str) -> dict[str, str]:
+    """This process's environment with ``overrides``: for a child process (``pysycl
+    trace`` runs a script with ``PYSYCL_TRACE`` set)."""
+    return {**os.environ, **overrides}
+
+
 def environ_set(name: str, value: str) -> None:
     """Set a variable for this process (used to point the OpenCL ICD loader
     at a runtime installed from PyPI before the loader starts)."""

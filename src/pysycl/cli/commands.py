@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import config
 from ..backends import registry
 from ..errors import errc, exception
 from ..runtime import filters
@@ -184,7 +185,7 @@ def cmd_trace(args) -> int:
     if not script.is_file():
         raise exception(errc.invalid, f"{args.script}: no such file")
     output = os.path.abspath(args.output or f"{script.with_suffix('')}.trace.json")
-    env = dict(os.environ, PYSYCL_TRACE=output)
+    env = config.environ_with(PYSYCL_TRACE=output)
     status = subprocess.run([sys.executable, str(script), *args.script_args], env=env).returncode
     if os.path.exists(output):
         print(f"trace written to {output} (open it in https://ui.perfetto.dev or "
