@@ -40,9 +40,14 @@ def test_heat_example_matches_numpy(ranks, memory):
 
 
 def test_each_rank_knows_its_node_local_rank_and_gets_a_device():
+    # Rank 0 prints every rank's line: lines that several ranks print at once may
+    # interleave in mpiexec's merged output.
     code = ("from mpi4py import MPI\nimport pysycl as sycl\n"
             "c = MPI.COMM_WORLD\n"
-            "print('RANK', c.Get_rank(), *sycl.node_local_rank(c), *sycl.node_local_rank(),"
-            " sycl.device_for_rank(c).is_cpu() or sycl.device_for_rank(c).is_gpu())\n")
+            "mine = [c.Get_rank(), *sycl.node_local_rank(c), *sycl.node_local_rank(),"
+            " sycl.device_for_rank(c).is_cpu() or sycl.device_for_rank(c).is_gpu()]\n"
+            "rows = c.gather(mine, root=0)\n"
+            "if c.Get_rank() == 0:\n"
+            "    for row in rows: print('RANK', *row, flush=True)\n")
     lines = [l.split()[1:] for l in _mpirun(2, "-c", code).splitlines() if l.startswith("RANK")]
     assert sorted(lines) == [["0", "0", "2", "0", "2", "True"], ["1", "1", "2", "1", "2", "True"]]
