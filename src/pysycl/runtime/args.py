@@ -14,6 +14,7 @@ launch then runs one small function per parameter. Errors are
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 import weakref
 
@@ -29,6 +30,8 @@ from .buffer import accessor, local_accessor
 from .ranges import SIZE_LIMIT
 from . import usm_views
 from .usm import find_allocation, usm_array
+
+_sys_modules = sys.modules
 
 _SCALAR, _BYTES, _MEM, _LOCAL = (KernelArgKind.scalar, KernelArgKind.bytes,
                                  KernelArgKind.mem, KernelArgKind.local)
@@ -134,6 +137,8 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, cont
             raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
                              f"used on {dev.name!r}")
         return value.memory_handle, value.dtype, value.nbytes
+    if _known and id(value) in _known and desc.backend == "cuda":   # (seen before)
+        return _cuda_pointer(value, dev, kernel, name, keep, stream)
     if hasattr(value, "__sycl_usm_array_interface__"):
         return _sycl_usm_pointer(value, dev, kernel, name, keep)
     host = reaches_host_memory(desc)
@@ -306,16 +311,14 @@ def _cuda_pointer(value, dev, kernel, name, keep, stream):
     pending work before this queue's (the DLPack stream protocol); otherwise
     ``__cuda_array_interface__``, whose v3 ``stream`` is waited for with an event.
 
-    An array seen before (same object, address and shape, on this device) skips the
-    export and the checks: only its producer's stream is ordered, through the interface's
-    ``stream`` (a launch loop over the same tensors costs one event per producer stream
-    and launch instead of an export per array)."""
-    cai = _known_cuda_array(value, dev)
-    if cai is not None:
-        ptr, dtype, nbytes = cai[0]
-        _order_after(cai[1], dev, stream, keep)
-        keep.append(value)
-        return ptr, dtype, nbytes
+    An array seen before (same object, address and shape, on this device) whose
+    producer's stream can be asked again (see :func:`_probe_for`) skips the export and
+    the checks: only that stream is ordered (a launch loop over the same tensors asks the
+    driver once per producer stream and launch whether it is idle, instead of an export
+    per array)."""
+    hit = _known_cuda_array(value, dev, stream, keep)
+    if hit is not None:
+        return hit.found
     if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
         found = _dlpack_pointer(value, dev, kernel, name, keep, stream)
     else:
@@ -370,34 +373,84 @@ def _order_after(producer, dev, stream, keep) -> None:
     keep.append(_Waited(producer))
 
 
-# id(array) -> (weak reference, device, (address, dtype, bytes), address, shape): arrays
-# of other libraries already exported and checked, while they live.
-_known: dict[int, tuple] = {}
+class _Known:
+    """A CUDA array of another library already exported and checked on ``dev``, while
+    it lives: ``found`` (address, dtype, bytes) and its ``karg``, and how to ask it again
+    for its address and shape (``seen``) and its producer's stream (``probe``, see
+    :func:`_probe_for`)."""
+
+    __slots__ = ("ref", "dev", "found", "karg", "probe", "seen")
+
+    def __init__(self, ref, dev, found, probe, seen):
+        self.ref, self.dev, self.found, self.probe, self.seen = ref, dev, found, probe, seen
+        self.karg = KernelArg(_MEM, found[0])   # one object: launches compare it by identity
 
 
-def _remember_cuda_array(value, dev, found) -> None:
-    try:
-        cai = value.__cuda_array_interface__
-        ref = weakref.ref(value, lambda _r, key=id(value): _known.pop(key, None))
-    except (AttributeError, TypeError, RuntimeError):
-        return   # no interface to check it by next time, or no weak references
-    if int(cai["data"][0]) == int(found[0]) and len(_known) < 4096:
-        _known[id(value)] = (ref, dev, found, int(found[0]), tuple(cai["shape"]))
+# id(array) -> _Known
+_known: dict[int, _Known] = {}
 
 
-def _known_cuda_array(value, dev):
-    """``(found, producer stream)`` of an array seen before whose address and shape are
-    unchanged (a resized tensor gets a new address: checked again); else None."""
-    hit = _known.get(id(value))
-    if hit is None or hit[0]() is not value or hit[1] is not dev:
-        return None
+def _cai_probe(value, dev):
+    """``((address, shape), producer stream)`` from ``__cuda_array_interface__`` v3,
+    whose ``stream`` is the producer's stream at this moment (CuPy, Numba)."""
+    cai = value.__cuda_array_interface__
+    return (int(cai["data"][0]), tuple(cai["shape"])), cai["stream"]
+
+
+def _torch_probe(value, dev):
+    """PyTorch's: its interface (version 2) has no stream; DLPack's stream protocol
+    orders its *current* stream on the tensor's device, which is asked here the same
+    way (0, the legacy default stream, is 1 in the interface's terms)."""
+    cuda = _sys_modules["torch"].cuda
+    ordinal = dev._desc.handle.ordinal
+    raw = getattr(_sys_modules["torch"]._C, "_cuda_getCurrentRawStream", None)
+    stream = raw(ordinal) if raw is not None else cuda.current_stream(ordinal).cuda_stream
+    return (value.data_ptr(), tuple(value.shape)), stream or 1
+
+
+def _probe_for(value):
+    """How to ask ``value`` for its address, shape and producer stream on a later
+    launch, or None: then it is exported again at every launch (the producer's stream
+    cannot be known otherwise, and ordering after it is not optional)."""
+    torch = _sys_modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _torch_probe
     try:
         cai = value.__cuda_array_interface__
     except (AttributeError, RuntimeError):
         return None
-    if int(cai["data"][0]) != hit[3] or tuple(cai["shape"]) != hit[4]:
+    return _cai_probe if "stream" in cai and cai.get("version", 0) >= 3 else None
+
+
+def _remember_cuda_array(value, dev, found) -> None:
+    probe = _probe_for(value)
+    if probe is None or len(_known) >= 4096:
+        return
+    try:
+        seen, _stream = probe(value, dev)
+        ref = weakref.ref(value, lambda _r, key=id(value): _known.pop(key, None))
+    except (AttributeError, TypeError, RuntimeError, KeyError):
+        return   # nothing to check it by next time, or no weak references
+    if seen[0] == int(found[0]):
+        _known[id(value)] = _Known(ref, dev, found, probe, seen)
+
+
+def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
+    """The entry of an array seen before on ``dev`` whose address and shape are
+    unchanged (a resized tensor gets a new address: exported again), with ``stream``
+    ordered after its producer's and the array held in ``keep``; else None."""
+    hit = _known.get(id(value))
+    if hit is None or hit.dev is not dev or hit.ref() is not value:
         return None
-    return hit[2], cai.get("stream")
+    try:
+        seen, producer = hit.probe(value, dev)
+    except (AttributeError, TypeError, RuntimeError, KeyError):
+        return None
+    if seen != hit.seen:
+        return None
+    _order_after(producer, dev, stream, keep)
+    keep.append(value)
+    return hit
 
 
 def _count(shape) -> int:
@@ -555,9 +608,18 @@ def _pointer_packer(p, kernel, bounds: bool = False):
             if bounds:
                 out.append(_i64(value.nbytes))
             return
-        else:
-            mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
-                                           cgh._queue._stream, cgh._queue._context)
+        hit = _known_cuda_array(value, dev, cgh._queue._stream, keep) if _known else None
+        if hit is not None:   # checked when first seen, but for this parameter's type
+            have = hit.found[1]
+            if dt is not None and have != dt and have.itemsize and dt.kind != "V":
+                raise _arg_error(kernel, p.name, f"memory of {have} for a "
+                                 f"global_ptr[{dt}]", type_error)
+            out.append(hit.karg)
+            if bounds:
+                out.append(_i64(hit.found[2]))
+            return
+        mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
+                                       cgh._queue._stream, cgh._queue._context)
         if dt is not None and have != dt and have.itemsize and dt.kind != "V":
             raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
                              type_error)

@@ -124,6 +124,28 @@ def as_events(events) -> list:
     return out
 
 
+def settled(ev: event, answers: dict) -> bool:
+    """Whether ``ev`` is complete, completing it first when it is a command issued at
+    once that nobody watches and whose backend token finished (no waiting).
+    ``answers``: the tokens asked so far in this sweep (launches on one stream may share
+    one token: it is asked once)."""
+    if ev._done:
+        return True
+    tok = ev._token
+    if tok is None or ev._watched:
+        return False
+    done = answers.get(tok)
+    if done is None:
+        try:
+            done = answers[tok] = tok.is_complete()
+        except Exception as error:  # noqa: BLE001 - the command failed: its asynchronous error
+            complete(ev, error)
+            return True
+    if done:
+        complete(ev)
+    return done
+
+
 def _token_done(tok) -> bool:
     """Whether a backend token finished, without waiting (backends/base.py contract)."""
     return tok.is_complete()

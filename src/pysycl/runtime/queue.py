@@ -41,7 +41,7 @@ from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from .context import context as context_cls
 from .device import device as device_cls
-from .event import STREAM, as_events, error_box, event, new_event, still_matters
+from .event import STREAM, as_events, error_box, event, new_event, settled, still_matters
 from .handler import handler
 from .info import get_info
 from . import reduction as reductions
@@ -81,6 +81,10 @@ def _events_in_place(value, default, depends_on):
         raise exception(errc.invalid, "dependency events given twice (positionally and as "
                         "depends_on=)")
     return default, value
+
+# Outstanding commands an out-of-order queue keeps before it forgets finished ones.
+_TRIM_AT = 256
+
 
 class queue:
     """``sycl.queue(dev_or_selector=None, context=None, *, in_order=False,
@@ -138,6 +142,7 @@ class queue:
         self._lock = threading.Lock()
         self._last = None
         self._outstanding: list = []
+        self._trim_at = _TRIM_AT
         self._issued = None if self._in_order else (None, None)
         # kernel -> its LaunchPlan here (launches with nothing of their own); (kernel,
         # spec-constant values, properties) -> a command group's (bounded: a program may
@@ -315,8 +320,15 @@ class queue:
                 out[-1] = ev
                 return ev
         out.append(ev)
-        if len(out) > 256:  # forget finished events now and then
-            self._outstanding = [pending for pending in out if not pending._done]
+        if len(out) > self._trim_at:
+            # Forget finished commands now and then, asking the backend about those
+            # issued at once (a launch holding its arguments' arrays is never replaced
+            # above). The next trim waits until the list doubles: launches that the
+            # device has not caught up with cost O(1) each, not a scan per launch.
+            answers: dict = {}
+            self._outstanding = out = [pending for pending in out
+                                       if not settled(pending, answers)]
+            self._trim_at = max(_TRIM_AT, 2 * len(out))
         return ev
 
     def _follows_at_once(self, last) -> bool:

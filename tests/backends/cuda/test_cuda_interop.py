@@ -157,11 +157,18 @@ def test_repeat_launches_stay_ordered_and_follow_a_resized_tensor(q, torch):
     q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
     assert float(y.max()) == 1.0
     y.zero_()
-    for _ in range(20):
+    torch.cuda.synchronize()
+    for _ in range(3):
+        # PyTorch's stream stays busy (a GPU spin of tens of milliseconds) before the
+        # writes: an unordered kernel reads the old values.
+        torch.cuda._sleep(50_000_000)
         x.fill_(2.0)
         x.mul_(3.0)
-    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
-    assert float(y.min()) == 6.0 and float(y.max()) == 6.0
+        q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+        assert float(y.min()) == 6.0 and float(y.max()) == 6.0
+        y.zero_()
+        x.fill_(1.0)
+        torch.cuda.synchronize()
     old = x.data_ptr()
     x.resize_(4 * n)
     x.fill_(5.0)
@@ -177,12 +184,18 @@ def test_repeat_launches_wait_for_a_cupy_stream(q, cp):
     q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
     y.fill(0)
     cp.cuda.Device().synchronize()
+    # The stream stays busy (a GPU spin of tens of milliseconds) before the writes: an
+    # unordered kernel reads the old values.
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64(); while (clock64() - start < cycles) {} }''', "spin")
     with cp.cuda.Stream(non_blocking=True):
-        for _ in range(20):
-            x.fill(2.0)
+        for value in (2.0, 3.0):
+            spin((1,), (1,), (np.int64(50_000_000),))
+            x.fill(value)
             x *= 4.0
-        q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
-    assert float(y.min()) == 8.0 and float(y.max()) == 8.0
+            q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+            assert float(y.min()) == 4 * value and float(y.max()) == 4 * value
+            y.fill(0)
 
 
 def test_torch_rejections(q, torch, monkeypatch):

@@ -176,3 +176,28 @@ def test_long_dependency_chain_does_not_recurse():
     gate.set()
     q.wait()
     assert np.asarray(d)[0] == 1
+
+
+@sycl.kernel
+def _copy_scaled(it: sycl.item[1], src: sycl.global_ptr[np.float32],
+                 dst: sycl.global_ptr[np.float32]):
+    i = it.get_id(0)
+    dst[i] = src[i] * 2.0
+
+
+def test_launches_holding_arrays_are_forgotten_once_finished(queue):
+    # Launches with host arrays as arguments hold them until they finish. An out-of-order
+    # queue forgets finished launches as it goes (asking the backend), so a long launch
+    # loop neither keeps every array alive nor rescans a growing list at each launch.
+    rng = np.random.default_rng(7)
+    src = rng.standard_normal(64, dtype=np.float32)
+    dst = np.zeros_like(src)
+    longest = 0
+    for n in range(3000):
+        ev = queue.parallel_for(sycl.range(64), _copy_scaled, src, dst)
+        if n % 400 == 399:
+            ev.wait()   # everything before it on the queue's stream finished too
+        longest = max(longest, len(queue._outstanding))
+    queue.wait()
+    np.testing.assert_array_equal(dst, src * 2)
+    assert longest <= 2 * 400 + 256

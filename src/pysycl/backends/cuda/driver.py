@@ -90,6 +90,9 @@ def _call(fn, *args, what: str | None = None):
 
 
 _tls = threading.local()
+# Other libraries' stream handles (ints) as driver objects; a plain value each, made
+# once (cleared when it grows: libraries make streams from small pools).
+_foreign_streams: dict = {}
 
 
 def _activate(ctx) -> None:
@@ -1054,10 +1057,22 @@ class CudaDriver(Driver):
     def wait_foreign_stream(self, stream: CudaStream, handle: int) -> None:
         """Make ``stream`` wait, on the GPU, for the work issued so far to another
         library's stream ``handle`` (1 and 2: the legacy and per-thread default streams),
-        as ``__cuda_array_interface__`` v3 asks of a consumer."""
+        as ``__cuda_array_interface__`` v3 asks of a consumer. A stream with nothing
+        left to run needs no event (a launch loop over another library's arrays, which
+        that library is not using meanwhile, costs one query per launch)."""
         _activate(stream.device.context)
+        producer = _foreign_streams.get(handle)
+        if producer is None:
+            if len(_foreign_streams) > 256:
+                _foreign_streams.clear()
+            producer = _foreign_streams[handle] = cu.CUstream(int(handle))
+        err = cu.cuStreamQuery(producer)[0]
+        if err == 0:
+            return
+        if err != cu.CUresult.CUDA_ERROR_NOT_READY:
+            _fail(err, "query of another library's stream")
         ev = stream.device.new_event(False)
-        _call(cu.cuEventRecord, ev, cu.CUstream(int(handle)))
+        _call(cu.cuEventRecord, ev, producer)
         _call(cu.cuStreamWaitEvent, stream.handle, ev, 0)
         # cuStreamWaitEvent uses the event's state at the call: it can be reused at once.
         stream.device.event_pools[False].append(ev)
