@@ -39,8 +39,10 @@ bundle files and the kernel cache carry it. ID rules:
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import sys
+import types
 import threading
 import weakref
 from typing import Any, Callable
@@ -58,6 +60,7 @@ _by_uid: dict[str, "_Entry"] = {}
 _by_obj: dict[int, str] = {}  # id(obj) -> uid; entries leave when the object dies
 _uses: dict[str, int] = {}     # site ID or claimed name -> objects made there / claiming it
 _line_calls: dict[tuple, list[int]] = {}   # Python 3.10: (module, qualname, line) -> offsets
+_qualnames: dict = {}   # Python 3.10: code object -> its function's __qualname__
 
 
 class DefinitionSite(FrozenValue):
@@ -139,7 +142,7 @@ def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
                 and class_name.rpartition(".")[2] == code.co_name):
             qualname, scope = class_name, "class"
         else:
-            qualname, scope = getattr(code, "co_qualname", code.co_name), "function"
+            qualname, scope = _function_qualname(code), "function"
     line, col = _call_position(frame)
     with _lock:
         call = 1
@@ -151,6 +154,22 @@ def capture_definition_site(stacklevel: int = 1) -> DefinitionSite:
         site = DefinitionSite(module, qualname, scope, line, col, call)
         n = _uses[site.site_id] = _uses.get(site.site_id, 0) + 1
     return DefinitionSite(module, qualname, scope, line, col, call, n)
+
+
+def _function_qualname(code) -> str:
+    """The qualified name of the function running ``code``. Python 3.10's code objects
+    lack ``co_qualname``: the function object that holds the code is found once (IDs
+    must not differ between Python versions: a bundle saved under one is loaded under
+    another)."""
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is None:
+        qualname = _qualnames.get(code)
+        if qualname is None:
+            qualname = next((f.__qualname__ for f in gc.get_referrers(code)
+                             if isinstance(f, types.FunctionType) and f.__code__ is code),
+                            code.co_name)
+            _qualnames[code] = qualname
+    return qualname
 
 
 def _call_position(frame) -> tuple[int, int | None]:
