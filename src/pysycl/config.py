@@ -39,9 +39,18 @@ def key_dir() -> Path:
 
 
 def dump_stages() -> frozenset[str]:
-    """``PYSYCL_DUMP=ir,llvm,spirv,ptx``: stages printed to stderr as they are made."""
+    """``PYSYCL_DUMP=input,object,link,spec_constants,kernel_passes,llvm,binary,load``
+    (any of the build chain's stages, ``bundle/build_chain.py``; also ``all``, ``ir``
+    for the IR after every pass, and ``spirv``/``ptx`` for those targets' binaries):
+    the stages whose outputs are printed as they are made."""
     raw = os.environ.get("PYSYCL_DUMP", "")
     return frozenset(s.strip() for s in raw.split(",") if s.strip())
+
+
+def dump_dir() -> str | None:
+    """``PYSYCL_DUMP_DIR``: write the ``PYSYCL_DUMP`` stages into this folder, one file
+    per output, instead of printing them to stderr."""
+    return os.environ.get("PYSYCL_DUMP_DIR") or None
 
 
 def debug_options() -> frozenset[str]:

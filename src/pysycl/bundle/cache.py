@@ -312,19 +312,29 @@ class Cache:
         thing built (``"kernel mod.conv for native_cpu"``); on a miss the parts that
         changed since the last key seen for that label are logged.
         """
+        return self.fetch_or_build(key, build_fn, label)[0]
+
+    def fetch_or_build(self, key: CacheKey, build_fn: Callable[[], bytes],
+                       label: str | None = None) -> tuple[bytes, str]:
+        """``get_or_build``, and where the value came from: ``"memory"``, ``"disk"``
+        or ``"built"`` (the build chain reports its cache tiers)."""
         value = self._memory_get(key.hexdigest)
         if value is not None:
-            return value
+            return value, "memory"
         lock = self._acquire_key_lock(key.hexdigest)
         try:
             with lock:
-                value = self.get(key)
+                value = self._memory_get(key.hexdigest)
+                if value is not None:   # another thread built it meanwhile
+                    return value, "memory"
+                value = self._disk_get(key)
                 if value is not None:
-                    return value
+                    self._memory_put(key.hexdigest, value)
+                    return value, "disk"
                 self._log_miss(key, label)
                 value = build_fn()
                 self.put(key, value)
-                return bytes(value)
+                return bytes(value), "built"
         finally:
             self._release_key_lock(key.hexdigest)
 

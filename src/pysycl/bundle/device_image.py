@@ -21,7 +21,8 @@ from typing import Any, Iterable
 from ..errors import errc, exception
 from ..ir.core import Function, Module
 from . import property_sets as ps
-from . import programs, stats, toolchain
+from . import build_chain, programs, toolchain
+from .build_chain import LoadJob
 from .cache import device_code_cache
 from ..detail.symbols import device_global_symbol
 from .kernel_id import kernel_id, kernel_id_by_name, to_kernel_ids
@@ -49,7 +50,7 @@ class device_image:
                  *, target: str = GENERIC_TARGET, format: str = "ir", devices: Iterable = (),
                  binary: bytes | None = None, registry: ps.PropertySetRegistry | None = None,
                  spec_ids=None, lowering: str | None = None, translation_unit: str | None = None,
-                 llvm: str | None = None, target_obj=None, spec_values: bytes = b"",
+                 llvm=None, target_obj=None, spec_values: bytes = b"",
                  materialize=None, kernel_infos=None):
         self.state = state
         self.target = target
@@ -63,6 +64,8 @@ class device_image:
         self._registry = registry if registry is not None else image_property_sets(module)
         self._spec_ids = spec_ids               # passes.spec_constants.SpecConstantIds
         self._spec_values = spec_values         # literal images: the buffer they were built for
+        # The LLVM text: a str, or (a binary found in a cache) a function that makes it
+        # again through the same stages, so ``asm`` shows the same wherever it came from.
         self._llvm = llvm
         self._target_obj = target_obj
         self._load_lock = threading.Lock()
@@ -95,8 +98,9 @@ class device_image:
         out: dict[str, str] = {}
         if self.module is not None:
             out["ir"] = toolchain.print_ir_with_locs(self.module)
-        if self._llvm is not None:
-            out["llvm"] = self._llvm
+        llvm = self.llvm
+        if llvm is not None:
+            out["llvm"] = llvm
         if self._binary is not None:
             if self.format == "ptx":
                 out["ptx"] = self._binary.decode("utf-8", "replace")
@@ -105,6 +109,18 @@ class device_image:
             elif self._target_obj is not None:
                 out["object"] = toolchain.disassemble(self._target_obj, self._binary)
         return out
+
+    @property
+    def llvm(self) -> str | None:
+        """The LLVM text the binary was made from (made again on first use when the
+        binary came from a cache), or None (an image read from a file)."""
+        llvm = self._llvm
+        if callable(llvm):
+            with self._load_lock:
+                if callable(self._llvm):
+                    self._llvm = self._llvm()
+                llvm = self._llvm
+        return llvm
 
     def get_kernel_ids(self) -> list[kernel_id]:
         return list(self._kernel_ids)
@@ -204,18 +220,22 @@ class device_image:
         with self._load_lock:
             prog = programs.loaded.lookup(key, holder)
             if prog is None:
-                if self._binary is None:
-                    raise exception(errc.invalid, "only executable images can be loaded")
-                driver = toolchain.driver_for(device)
-                stats.bump("load_count")
-                code_cache = device_code_cache() if driver.compiles_at_load else None
-                globals_ = tuple(self._registry.get(ps.DEVICE_GLOBALS, {}))
-                prog = driver.load(toolchain.device_description(device), self._binary,
-                                   self.kernel_names, native_values or None,
-                                   device_global_ids=globals_,
-                                   code_cache=code_cache, context=ctx_handle)
-                programs.loaded.insert(key, prog, holder, bool(globals_))
+                prog = self._load(device, native_values, ctx_handle)
+                programs.loaded.insert(key, prog, holder,
+                                       bool(self._registry.get(ps.DEVICE_GLOBALS)))
         return prog
+
+    def _load(self, device, native_values, ctx_handle):
+        """The build chain's ``load`` stage for this image's binary."""
+        binary = self._binary   # a warm image reads it from the build cache here
+        if binary is None:
+            raise exception(errc.invalid, "only executable images can be loaded")
+        driver = toolchain.driver_for(device)
+        code_cache = device_code_cache() if driver.compiles_at_load else None
+        job = LoadJob(driver, device, self.kernel_names, native_values,
+                      self._registry.get(ps.DEVICE_GLOBALS, {}), code_cache, ctx_handle)
+        build_chain.hit("load", "built", job.what)
+        return build_chain.run("load", binary, job)
 
     def __repr__(self) -> str:
         names = ", ".join(k.get_name() for k in self._kernel_ids) or "library"

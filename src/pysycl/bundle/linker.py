@@ -33,9 +33,9 @@ from ..detail import trace
 from ..detail.memo import LRUMemo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
-from ..passes.spec_constants import (SpecConstantIds, assign_spec_constant_ids,
-                                     lower_spec_constants, spec_constants_used)
-from . import stats, toolchain, warm_index
+from ..passes.spec_constants import SpecConstantIds, spec_constants_used
+from . import build_chain, stats, toolchain, warm_index
+from .build_chain import BuildJob, Job
 from .cache import CacheKey, default_cache
 from .device_image import bundle_state, device_image, image_property_sets
 from .kernel_id import kernel_id, kernel_id_by_name
@@ -106,21 +106,21 @@ def link_objects(objects: Iterable[device_image]) -> list[LinkedKernel]:
     if not modules:
         return []
     stats.bump("link_count")
+    what = "; ".join(_what(o) for o in objects)
+    build_chain.hit("link", "built", what)
     try:
-        linked = toolchain.link_modules([toolchain.clone(m) for m in modules])
+        linked, ids = build_chain.run("link", modules, Job(what))
+    except build_chain.UnresolvedSymbols as e:
+        users = {sym: [_what(o) for o in objects if sym in o.imports] for sym in e.symbols}
+        detail = "; ".join(f"{sym!r} (imported by {', '.join(users[sym]) or '?'})"
+                           for sym in e.symbols)
+        raise exception(errc.build, f"link failed: unresolved symbol {detail}") from None
     except exception as e:
         if e.code() in (errc.build, errc.feature_not_supported):
             raise
         raise exception(errc.build, f"link failed: {e}") from e
     except Exception as e:  # the linker's own errors name the duplicate symbol
         raise exception(errc.build, f"link failed: {e}") from e
-    missing = toolchain.unresolved_symbols(linked)
-    if missing:
-        users = {sym: [_what(o) for o in objects if sym in o.imports] for sym in missing}
-        detail = "; ".join(f"{sym!r} (imported by {', '.join(users[sym]) or '?'})"
-                           for sym in missing)
-        raise exception(errc.build, f"link failed: unresolved symbol {detail}")
-    ids = assign_spec_constant_ids(linked)
     # Warm start: the link is a function of its inputs' source fingerprints (in order)
     # when every input has one (warm_index.py); ``None`` keeps it out of the index.
     fps = tuple(getattr(o, "_warm_fingerprint", None) for o in objects)
@@ -364,6 +364,7 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
         stats.bump("warm_index_misses")
         return None
     stats.bump("warm_index_hits")
+    build_chain.hit("binary", "warm index", kid.get_name())
     holder: list = []
 
     def linked():
@@ -371,12 +372,14 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
             holder.append(linked_fn())
         return holder[0]
 
+    job = BuildJob([kid.get_name()], spec_ids, target, mode, values, toolchain.build_checks())
     img = _WarmExecutable(
         bundle_state.executable, None, [kid], target=target.name,
         format=target.binary_format, devices=devices, binary=None,
         registry=entry["_registry"], spec_ids=spec_ids, lowering=mode, target_obj=target,
         spec_values=value_bytes, kernel_infos=[entry["_kernel"]],
-        materialize=lambda: linked().module)
+        materialize=lambda: linked().module,
+        llvm=lambda: build_chain.llvm_text(linked().module, job))
     img._linked_fn = linked
     img._binary_key = key
     img._binary_lock = threading.Lock()
@@ -405,37 +408,21 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
 
 def _new_executable(lk: LinkedKernel, names: list[str], devices: list, target, mode: str,
                     values: Mapping[str, bytes] | None, value_bytes: bytes) -> device_image:
-    llvm_text: list[str] = []
-
-    def compile_binary() -> bytes:
-        # Any failure on the way is the kernel's build error (IR read from a file may
-        # pass the verifier and still break an assumption of a lowering).
-        try:
-            module = toolchain.clone(lk.module)
-            lower_spec_constants(module, lk.spec_ids, mode,
-                                 values if mode == "literal" else None)
-            module = toolchain.kernel_passes(module, target)
-            llvm = toolchain.codegen(module, target)
-            llvm_text.append(llvm)
-            return toolchain.target_compile(target, llvm, names)
-        except exception:
-            raise
-        except Exception as e:
-            raise exception(errc.build, f"building kernel {', '.join(names)} for "
-                            f"{target.name} failed: {type(e).__name__}: {e}") from e
-
+    job = BuildJob(names, lk.spec_ids, target, mode, values, toolchain.build_checks())
     key = _cache_key(lk, target, mode, value_bytes)
     with trace.span(f"build {', '.join(names)} for {target.name}", "build", lowering=mode):
-        binary = default_cache().get_or_build(
-            key, compile_binary, label=f"kernel {', '.join(names)} for {target.name}")
+        binary, llvm = build_chain.build_binary(
+            lk.module, job, key, default_cache(),
+            label=f"kernel {', '.join(names)} for {target.name}")
     warm_index.record_link(lk, key)
     kids = lk.group.kernel_ids if lk.group is not None else [lk.kid]
     img = device_image(
         bundle_state.executable, lk.module, kids, target=target.name,
         format=target.binary_format, devices=devices, binary=binary,
         registry=image_property_sets(lk.module, lk.spec_ids), spec_ids=lk.spec_ids,
-        lowering=mode, llvm=llvm_text[0] if llvm_text else None, target_obj=target,
-        spec_values=value_bytes)
+        lowering=mode, target_obj=target, spec_values=value_bytes,
+        # A binary from the cache comes without its LLVM text: made again when asked.
+        llvm=llvm if llvm is not None else lambda: build_chain.llvm_text(lk.module, job))
     img._linked = lk
     return img
 

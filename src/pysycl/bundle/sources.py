@@ -25,7 +25,8 @@ from typing import Callable, Iterable, TypeVar
 from ..detail.memo import Memo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
-from . import stats, toolchain, warm_index
+from . import build_chain, stats, toolchain, warm_index
+from .build_chain import Job
 from .device_image import (bundle_state, device_image, image_property_sets, kernel_ids_of,
                            prebuilt_image)
 from .kernel_id import (get_kernel_id, kernel_function_module, kernel_id,
@@ -114,10 +115,11 @@ def _kernel_input_image(kid: kernel_id) -> device_image:
 
 
 def _new_input_image(kid: kernel_id, kfn) -> device_image:
-    hit = warm_index.lookup_summary(kfn)
-    if hit is not None:
+    found = warm_index.lookup_summary(kfn)
+    if found is not None:
         # Warm start: the image's metadata from the index; its IR only on demand.
-        fp, entry = hit
+        build_chain.hit("input", "warm index", kid.get_name())
+        fp, entry = found
         img = device_image(bundle_state.input, None, [kid],
                            translation_unit=kernel_function_module(kfn),
                            registry=entry["_input_registry"],
@@ -135,7 +137,8 @@ def _new_input_image(kid: kernel_id, kfn) -> device_image:
 
 def _frontend_module(kfn) -> Module:
     stats.bump("frontend_count")
-    return kfn.ir_module()
+    build_chain.hit("input", "built", kfn.name)
+    return build_chain.run("input", kfn, Job(kfn.name))
 
 
 def _externals_by_module() -> dict[str, list]:
@@ -162,7 +165,9 @@ def library_image(module_name: str) -> device_image | None:
 
 def _new_library_image(module_name: str, exts: tuple) -> device_image:
     stats.bump("frontend_count")
-    modules = [ext.ir_module() for ext in exts]
+    build_chain.hit("input", "built", f"library {module_name}")
+    modules = [build_chain.run("input", ext, Job(f"{ext.name} (library {module_name})"))
+               for ext in exts]
     module = modules[0] if len(modules) == 1 else _merge_library(module_name, modules)
     module.name = module_name
     return device_image(bundle_state.input, module, [], translation_unit=module_name)
@@ -299,6 +304,7 @@ def object_image(img: device_image) -> device_image:
 
 def _new_object_image(img: device_image) -> device_image:
     if img.is_warm:
+        build_chain.hit("object", "warm index", _what(img))
         obj = device_image(bundle_state.object, None, img.get_kernel_ids(),
                            registry=img._warm_object_registry,
                            kernel_infos=img._kernel_infos,
@@ -321,11 +327,16 @@ def _new_object_image(img: device_image) -> device_image:
     return obj
 
 
+def _what(img: device_image) -> str:
+    return ", ".join(k.get_name() for k in img.get_kernel_ids()) or f"library {img.translation_unit}"
+
+
 def _compile_module(img: device_image) -> Module:
-    what = ", ".join(k.get_name() for k in img.get_kernel_ids()) or f"library {img.translation_unit}"
+    what = _what(img)
     stats.bump("compile_count")
+    build_chain.hit("object", "built", what)
     try:
-        module = toolchain.optimise(toolchain.clone(img.module))
+        module = build_chain.run("object", img.module, Job(what))
     except exception as e:
         if e.code() is errc.build:
             raise

@@ -16,6 +16,10 @@ Python source; ``compile_count``/``link_count``: object images made, link operat
 images found (or not) through the warm-start source index (``warm_index.py``);
 ``warm_index_reads``: index entries read; ``warm_binary_reads``: binaries of such images
 read from the build cache (on first use, not when the bundle is made).
+
+``tier_hits()``: where the outputs of the build chain's stages came from
+(``build_chain.hit``), ``{"stage: tier": count}`` with tiers ``memory``, ``warm index``,
+``disk`` and ``built``: a warm start shows as ``binary: warm index``.
 """
 from __future__ import annotations
 
@@ -34,12 +38,26 @@ warm_index_reads = 0
 warm_binary_reads = 0
 
 _lock = threading.Lock()
+_tier_hits: dict[str, int] = {}
 
 
 def bump(name: str, n: int = 1) -> None:
     """Add ``n`` to counter ``name`` (thread safe)."""
     with _lock:
         globals()[name] += n
+
+
+def bump_tier(stage: str, tier: str) -> None:
+    """One output of build-chain stage ``stage`` came from cache tier ``tier``."""
+    key = f"{stage}: {tier}"
+    with _lock:
+        _tier_hits[key] = _tier_hits.get(key, 0) + 1
+
+
+def tier_hits() -> dict[str, int]:
+    """``{"stage: tier": count}`` so far (see the module doc)."""
+    with _lock:
+        return dict(_tier_hits)
 
 
 def snapshot() -> dict[str, int]:

@@ -21,6 +21,7 @@ from .. import config
 from ..backends import registry
 from ..errors import errc, exception
 from ..ir.core import Module
+from ..passes import spec_constants
 from . import stats
 
 # The code generator, the pass pipelines and the IR printer/parser/verifier are imported
@@ -186,11 +187,23 @@ def checked_builds():
         _extra_checks.reset(token)
 
 
-def kernel_passes(module: Module, target) -> Module:
+def assign_spec_constant_ids(module: Module):
+    """Numeric spec-constant IDs over a linked module (``passes.spec_constants``)."""
+    return spec_constants.assign_spec_constant_ids(module)
+
+
+def lower_spec_constants(module: Module, spec_ids, mode: str, values=None) -> Module:
+    """Rewrite ``spec.get`` in place for ``mode`` (``values``: literal mode's)."""
+    return spec_constants.lower_spec_constants(module, spec_ids, mode, values)
+
+
+def kernel_passes(module: Module, target, checks: frozenset[str] | None = None) -> Module:
     """The per-target IR passes after link and spec-constant lowering (native CPU:
-    group reductions, work-group fission; devices: what their codegen needs)."""
+    group reductions, work-group fission; devices: what their codegen needs);
+    ``checks``: those compiled in (default: ``build_checks()``)."""
     from ..passes import pipeline
-    bounds = "bounds" in build_checks()   # a checked build (PYSYCL_DEBUG=bounds)
+    checks = build_checks() if checks is None else checks
+    bounds = "bounds" in checks   # a checked build (PYSYCL_DEBUG=bounds)
     pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
           else pipeline.device_kernel_pipeline(bounds))
     return pm.run(module)
@@ -198,18 +211,18 @@ def kernel_passes(module: Module, target) -> Module:
 
 # -- codegen and target compilers --------------------------------------------------------
 
-def codegen(module: Module, target) -> str:
-    """IR -> LLVM IR text for ``target``; counted in ``stats.codegen_count``."""
+def codegen(module: Module, target, checks: frozenset[str] | None = None) -> str:
+    """IR -> LLVM IR text for ``target`` with the run-time ``checks`` compiled in
+    (default: ``build_checks()``); counted in ``stats.codegen_count``."""
     stats.bump("codegen_count")
     fn = _overrides.get("codegen")
     if fn is not None:
         return fn(module, target)
     from ..codegen.module import lower_module
     lowering = registry.get_lowering(target.name)
-    lowering.debug = build_checks()   # PYSYCL_DEBUG: assert and bounds checks
-    text = str(lower_module(module, lowering))
-    _dump("llvm", f"{module.name} for {target.name}", text)
-    return text
+    # PYSYCL_DEBUG: assert and bounds checks
+    lowering.debug = build_checks() if checks is None else checks
+    return str(lower_module(module, lowering))
 
 
 def kernel_arg_count(fn, target_name: str = "spirv64") -> int:
@@ -221,12 +234,6 @@ def kernel_arg_count(fn, target_name: str = "spirv64") -> int:
             + len(lowering.hidden_params(fn)))
 
 
-def _dump(stage: str, what: str, text: str) -> None:
-    """``PYSYCL_DUMP=ir,llvm,spirv,ptx``: print a stage to stderr as it is made."""
-    if stage in config.dump_stages():
-        sys.stderr.write(f"; ---- {stage}: {what} ----\n{text}\n")
-
-
 def compiler_for(target):
     fn = _overrides.get("compiler")
     if fn is not None:
@@ -236,11 +243,7 @@ def compiler_for(target):
 
 def target_compile(target, llvm_ir: str, kernel_names: Sequence[str]) -> bytes:
     stats.bump("target_compile_count")
-    binary = compiler_for(target).compile(llvm_ir, list(kernel_names))
-    for stage in ("spirv", "ptx"):
-        if stage in config.dump_stages() and target.binary_format == stage:
-            _dump(stage, ", ".join(kernel_names), disassemble(target, binary))
-    return binary
+    return compiler_for(target).compile(llvm_ir, list(kernel_names))
 
 
 def check_binary(target, binary: bytes, link: bool = False) -> None:
