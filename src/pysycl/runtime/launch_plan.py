@@ -128,8 +128,7 @@ class LaunchPlan:
         except Exception as error:  # noqa: BLE001 - asynchronous, as a command's
             return queue._failed(error)
         if not self.poll:   # (not asked whether the launch it just issued is complete)
-            return queue._record(issued_event(queue, STREAM, tok,
-                                              keep.__len__ if keep else None))
+            return queue._record(self._issued(tok, keep))
         if tok is None or tok is self.done_token or _token_done(tok):
             self.done_token = tok   # complete: nothing for wait() to wait for
             return self.done_event
@@ -172,11 +171,11 @@ class LaunchPlan:
     def command(self, global_size, local_size, offset, packed, local_bytes, keep, accs):
         """The launch as a command the scheduler starts once its dependencies completed:
         the buffers of ``accs`` are made current on the device first. (``keep``, the
-        arguments' interop objects, lives in it until the event completes.)"""
+        arguments' objects, lives in it.)"""
         queue, launcher, stream = self.queue, self.launcher, self.stream
         staged = _stages(keep) if keep else None
 
-        def run():
+        def run(_holds=keep):   # (the scheduler keeps this closure until the device ran it)
             if accs:
                 for acc in accs:
                     acc._mem._prepare_device(queue._device, queue._context, stream,
@@ -215,8 +214,7 @@ class LaunchPlan:
                     failure = error
                 else:
                     if not self.poll:
-                        return queue._record(issued_event(queue, STREAM, tok,
-                                                          keep.__len__ if keep else None))
+                        return queue._record(self._issued(tok, keep))
                     if tok is None or tok is self.done_token or _token_done(tok):
                         self.done_token = tok
                         return queue._record(self.done_event)
@@ -242,13 +240,23 @@ class LaunchPlan:
 
     def _event(self, tok, keep):
         """The event of a launch the driver issued, token ``tok``, found not complete:
-        it holds ``keep`` (interop objects) until it completes. (Where the driver's
-        tokens are never complete at issue, ``issued_event`` makes it unasked.)"""
+        it holds ``keep`` (its arguments' objects) until it completes, and the queue
+        holds it until then (see runtime/keepalive.py)."""
         ev = new_event(self.queue, STREAM, None)
         ev._started = True
         if keep:
             ev._run = keep.__len__
         set_token(ev, tok)
+        if keep and not ev._done:
+            self.queue._held.hold(ev)
+        return ev
+
+    def _issued(self, tok, keep):
+        """``_event`` where the driver's tokens are never complete at issue: not asked."""
+        if not keep:
+            return issued_event(self.queue, STREAM, tok)
+        ev = issued_event(self.queue, STREAM, tok, keep.__len__)
+        self.queue._held.hold(ev)
         return ev
 
 

@@ -43,6 +43,7 @@ from .context import context as context_cls
 from .device import device as device_cls
 from .event import STREAM, as_events, error_box, event, new_event, settled, still_matters
 from .handler import handler
+from .keepalive import KeepAlive, orphans
 from .info import get_info
 from . import reduction as reductions
 from .launch_plan import LaunchPlan, failed_event
@@ -143,6 +144,9 @@ class queue:
         self._last = None
         self._outstanding: list = []
         self._trim_at = _TRIM_AT
+        # What launches issued to the device hold (their arguments' objects) until it ran
+        # them: the events may be dropped long before that.
+        self._held = KeepAlive()
         self._issued = None if self._in_order else (None, None)
         # kernel -> its LaunchPlan here (launches with nothing of their own); (kernel,
         # spec-constant values, properties) -> a command group's (bounded: a program may
@@ -497,6 +501,8 @@ class queue:
             for e in pending:
                 if not e._done:
                     e._wait_done()
+        if self._held:
+            self._held.sweep()
         if self._errors and self._async_handler is None:
             self.throw_asynchronous()
 
@@ -520,6 +526,9 @@ class queue:
     def __del__(self):
         # (__del__, not weakref.finalize: a failed host task's traceback often refers
         # to its queue, and a finalizer's arguments would keep that cycle alive.)
+        held = getattr(self, "_held", None)
+        if held:   # commands still running need their arguments after the queue is gone
+            orphans.adopt(held.take())
         errors = getattr(self, "_errors", None)
         if errors:
             _report_lost(errors, self._async_handler, repr(self))

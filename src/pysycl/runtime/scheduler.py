@@ -97,6 +97,11 @@ def start(ev: event) -> None:
             complete(ev, interrupted(e))
             raise
         set_token(ev, tok)
+        if not ev._done and ev._queue is not None:
+            # What the command refers to (host arrays, other libraries' arrays: its
+            # closure, which the event holds until it completes) must outlive the work
+            # on the device, and the program may drop the event first.
+            ev._queue._held.hold(ev)
     elif kind == HOST:
         _host_pool.submit(ev)
     else:  # BARRIER / an empty command group

@@ -1,0 +1,72 @@
+"""Commands a queue keeps until the device has run them.
+
+A launch packs its arguments' addresses, not the objects: a host array used in place, a
+CuPy or PyTorch array, a reduction's memory must outlive the kernel, not only the call
+that issued it. The command's event holds them until it completes, but the program may
+drop the event at once (``q.parallel_for(...)`` in a loop), and an in-order queue
+forgets all but its newest command. A freed array's memory is soon another array's
+(NumPy's allocator, CuPy's and PyTorch's pools), and a kernel still running reads or
+writes that one.
+
+So each queue keeps a :class:`KeepAlive` of the issued commands whose events hold
+objects: an event lets go of them when it completes (waited for, or its backend token
+found finished when the queue asks, now and then, never waiting), and the queue then
+forgets it.
+"""
+from __future__ import annotations
+
+import threading
+
+from .event import settled
+
+# Held commands before a queue asks the backend which finished (then twice as many as
+# are still running: a launch loop the device is behind on costs O(1) per launch).
+_SWEEP_AT = 64
+
+
+class KeepAlive:
+    """Events of issued commands that hold objects, until complete."""
+
+    __slots__ = ("_held", "_sweep_at", "_lock")
+
+    def __init__(self):
+        self._held: list = []
+        self._sweep_at = _SWEEP_AT
+        self._lock = threading.Lock()
+
+    def hold(self, ev) -> None:
+        """Keep ``ev`` (an issued command holding objects) until it completes."""
+        with self._lock:
+            held = self._held
+            held.append(ev)
+            if len(held) > self._sweep_at:
+                self._sweep()
+
+    def sweep(self) -> None:
+        """Forget completed commands (asks the backend about the others; never waits)."""
+        with self._lock:
+            self._sweep()
+
+    def take(self) -> list:
+        """Every held event, handed over (a collected queue's commands may still run)."""
+        with self._lock:
+            held, self._held = self._held, []
+            return held
+
+    def adopt(self, held: list) -> None:
+        """Hold the events of ``held`` (from :meth:`take`) as well."""
+        with self._lock:
+            self._held.extend(held)
+            self._sweep()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def _sweep(self) -> None:
+        answers: dict = {}   # launches on one stream may share a token: asked once
+        self._held = still = [ev for ev in self._held if not settled(ev, answers)]
+        self._sweep_at = max(_SWEEP_AT, 2 * len(still))
+
+
+# Commands of collected queues that may still run.
+orphans = KeepAlive()
