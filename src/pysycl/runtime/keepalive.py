@@ -32,20 +32,25 @@ class KeepAlive:
     def __init__(self):
         self._held: list = []
         self._sweep_at = _SWEEP_AT
-        self._lock = threading.Lock()
+        # Reentrant: a collection inside these methods may run a queue's __del__, which
+        # hands its commands to ``orphans``.
+        self._lock = threading.RLock()
 
     def hold(self, ev) -> None:
         """Keep ``ev`` (an issued command holding objects) until it completes."""
         with self._lock:
             held = self._held
             held.append(ev)
-            if len(held) > self._sweep_at:
-                self._sweep()
+            if len(held) <= self._sweep_at:
+                return
+            batch, self._held = held, []
+        self._settle(batch)
 
     def sweep(self) -> None:
         """Forget completed commands (asks the backend about the others; never waits)."""
         with self._lock:
-            self._sweep()
+            batch, self._held = self._held, []
+        self._settle(batch)
 
     def take(self) -> list:
         """Every held event, handed over (a collected queue's commands may still run)."""
@@ -56,16 +61,20 @@ class KeepAlive:
     def adopt(self, held: list) -> None:
         """Hold the events of ``held`` (from :meth:`take`) as well."""
         with self._lock:
-            self._held.extend(held)
-            self._sweep()
+            batch, self._held = self._held + held, []
+        self._settle(batch)
 
     def __len__(self) -> int:
         return len(self._held)
 
-    def _sweep(self) -> None:
+    def _settle(self, batch: list) -> None:
+        # Outside the lock: completing an event lets go of what its command held, which
+        # may run any finalizer.
         answers: dict = {}   # launches on one stream may share a token: asked once
-        self._held = still = [ev for ev in self._held if not settled(ev, answers)]
-        self._sweep_at = max(_SWEEP_AT, 2 * len(still))
+        still = [ev for ev in batch if not settled(ev, answers)]
+        with self._lock:
+            self._held.extend(still)
+            self._sweep_at = max(_SWEEP_AT, 2 * len(self._held))
 
 
 # Commands of collected queues that may still run.

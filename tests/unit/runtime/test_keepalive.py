@@ -1,0 +1,72 @@
+"""A queue's KeepAlive holds issued commands until they complete, asking their backend
+tokens at amortised sweeps, and lets go of what completed commands held."""
+import gc
+import weakref
+
+from pysycl.runtime.event import STREAM, new_event
+from pysycl.runtime.keepalive import KeepAlive
+
+
+class _Token:
+    def __init__(self, done=False, error=None):
+        self.done, self.error, self.asked = done, error, 0
+
+    def is_complete(self):
+        self.asked += 1
+        if self.error is not None:
+            raise self.error
+        return self.done
+
+
+class _Held:
+    """Stands for a host array a command refers to."""
+
+
+def _command(token):
+    ev = new_event(None, STREAM, None)
+    ev._started = True
+    held = _Held()
+    ev._run = (lambda: held)   # the command's closure refers to its objects
+    ev._token = token
+    return ev, weakref.ref(held)
+
+
+def test_completed_commands_let_go_and_running_ones_hold():
+    keep = KeepAlive()
+    running, finished = _Token(), _Token(done=True)
+    refs = {}
+    for i in range(300):
+        ev, ref = _command(finished if i % 3 else running)
+        refs[i] = ref
+        keep.hold(ev)
+        del ev
+    keep.sweep()
+    gc.collect()
+    assert len(keep) == 100
+    assert all((refs[i]() is None) == bool(i % 3) for i in refs)
+    # One token shared by many launches is asked once per sweep.
+    asked = finished.asked + running.asked
+    keep.sweep()
+    assert finished.asked + running.asked == asked + 1
+    running.done = True
+    keep.sweep()
+    gc.collect()
+    assert len(keep) == 0 and all(r() is None for r in refs.values())
+
+
+def test_a_failed_token_completes_its_event_with_the_error():
+    keep = KeepAlive()
+    ev, ref = _command(_Token(error=RuntimeError("device lost")))
+    keep.hold(ev)
+    keep.sweep()
+    assert len(keep) == 0 and ev._done
+    assert isinstance(ev._error.error, RuntimeError)
+
+
+def test_sweeps_are_amortised_while_the_device_is_behind():
+    keep = KeepAlive()
+    token = _Token()
+    for _ in range(5000):
+        keep.hold(_command(token)[0])
+    # Sweeps happen as the held list doubles: a handful, not one per command.
+    assert token.asked <= 8
