@@ -453,6 +453,11 @@ def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
     return hit
 
 
+def _article(word: str) -> str:
+    """English article for a type name: an int32, a uint8 ("you-int"), a float32."""
+    return "an" if word[:1] in ("a", "e", "i", "o") else "a"
+
+
 def _count(shape) -> int:
     n = 1
     for s in shape:
@@ -491,7 +496,7 @@ def _convert_scalar(value, dt, typ, integral, kernel, name) -> KernelArg:
     float that overflows a float parameter, a complex for a real one. Values of NumPy
     types are checked like Python numbers (NumPy's own casts wrap silently)."""
     if not isinstance(value, (numbers.Number, np.generic)) or isinstance(value, np.ndarray):
-        raise _arg_error(kernel, name, f"expected a {dt} scalar, got {type(value).__name__}",
+        raise _arg_error(kernel, name, f"expected {_article(str(dt))} {dt} scalar, got {type(value).__name__}",
                          type_error)
     if dt.kind != "c" and isinstance(value, (complex, np.complexfloating)):
         raise _arg_error(kernel, name, f"complex value {value!r} for a {dt} parameter",
