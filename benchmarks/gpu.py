@@ -473,6 +473,16 @@ def bench_launch(t: Table, q, cp, launches: int = 10_000) -> dict:
         sec = gpu_time(foreign_burst, q.wait, reps=1, rounds=3) / launches if ok else None
         res["pysycl q.parallel_for, CuPy array arguments"] = t.add(
             wl, "pysycl q.parallel_for, CuPy array arguments", sec, ok)
+        qi = sycl.queue(q.get_device(), in_order=True)
+        qi.parallel_for(sycl.range(n), tiny, ca, cb).wait()
+
+        def foreign_burst_in_order():
+            for _ in range(launches):
+                qi.parallel_for(r, tiny, ca, cb)
+            qi.wait()
+        sec = gpu_time(foreign_burst_in_order, qi.wait, reps=1, rounds=3) / launches
+        res["pysycl in_order queue, CuPy array arguments"] = t.add(
+            wl, "pysycl in_order queue, CuPy array arguments", sec, ok)
         k = cp.RawKernel(CUPY_TINY, "tiny")
         k((1,), (n,), (ca, cb))
         ok = np.array_equal(cp.asnumpy(cb), host)
@@ -486,6 +496,40 @@ def bench_launch(t: Table, q, cp, launches: int = 10_000) -> dict:
         res["cupy"] = t.add(wl, "CuPy RawKernel", sec, ok)
     sycl.free(da, q)
     sycl.free(db, q)
+    return res
+
+
+@sycl.kernel
+def reduction_sum(it: sycl.item[1], x: sycl.global_ptr[F32], total: sycl.reducer[F32]):
+    """A float32 sum as SYCL 2020 writes it (sycl.reduction, 4.10.6)."""
+    total += x[it.get_id(0)]
+
+
+def bench_reduction(t: Table, q, n: int, cp) -> dict:
+    """A float32 sum with ``sycl.reduction`` against CuPy's ``sum`` and the memory floor
+    (the time a device-to-device copy takes to read the data once, half its traffic)."""
+    wl = f"sycl.reduction sum {n >> 20}M f32"
+    x = RNG.random(n, dtype=np.float32)
+    want = float(x.astype(np.float64).sum())
+    dx, dc = _device_array(q, x), sycl.malloc_device(n, F32, q)
+    total = sycl.malloc_device(1, F32, q)
+    red = sycl.reduction(total, sycl.plus(), sycl.property.reduction.initialize_to_identity())
+    q.parallel_for(sycl.range(n), reduction_sum, dx, red).wait()
+    got = float(_to_host(q, total)[0])
+    ok = abs(got - want) <= 1e-5 * abs(want) + 1e-3
+    res = {"pysycl": t.add(wl, "pysycl sycl.reduction(plus)", gpu_time(
+        lambda: q.parallel_for(sycl.range(n), reduction_sum, dx, red), q.wait)
+        if ok else None, ok, "" if ok else f"got {got}, want {want}")}
+    copy = gpu_time(lambda: q.memcpy(dc, dx), q.wait)
+    res["floor"] = t.add(wl, "memory floor: one read (half a D2D copy)", copy / 2)
+    if cp is not None:
+        cx = cp.asarray(x)
+        ok = abs(float(cx.sum()) - want) <= 1e-5 * abs(want) + 1e-3
+        res["cupy"] = t.add(wl, "CuPy sum", gpu_time(lambda: cx.sum(),
+                                                     cp.cuda.Device().synchronize), ok)
+        del cx
+    for d in (dx, dc, total):
+        sycl.free(d, q)
     return res
 
 
@@ -591,7 +635,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
     ap.add_argument("--json", default="gpu_bench.json")
-    ap.add_argument("--only", default="conv,saxpy,launch,fir,build")
+    ap.add_argument("--only", default="conv,saxpy,reduction,launch,fir,build")
     args = ap.parse_args(argv)
     gpus = [d for d in sycl.device.get_devices() if d.backend.name == "cuda"]
     if not gpus:
@@ -641,11 +685,16 @@ def main(argv=None) -> int:
             if s.get("cupy") and s["cupy"]["seconds"]:
                 summary["cupy_saxpy_fraction_of_copy_bandwidth"] = \
                     12 * n / s["cupy"]["seconds"] / floor_bw
+    if "reduction" in only:
+        r = bench_reduction(t, q, (1 << 20) if args.quick else (1 << 24), cp)
+        summary["reduction_pysycl_over_cupy_sum"] = _ratio(r["pysycl"], r.get("cupy"))
+        summary["reduction_pysycl_over_memory_floor"] = _ratio(r["pysycl"], r["floor"])
     if "launch" in only:
         lr = bench_launch(t, q, cp, 1000 if args.quick else 10_000)
         for label in ("pysycl q.parallel_for (default queue)",
                       "pysycl q.parallel_for (in_order queue)",
-                      "pysycl q.parallel_for, CuPy array arguments"):
+                      "pysycl q.parallel_for, CuPy array arguments",
+                      "pysycl in_order queue, CuPy array arguments"):
             summary[f"launch_ratio_vs_cupy: {label}"] = _ratio(lr.get(label), lr.get("cupy"))
     if "fir" in only:
         f = bench_fir(t, q, (1 << 20) if args.quick else (1 << 24))
