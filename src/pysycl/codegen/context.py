@@ -106,6 +106,7 @@ class LoweringContext:
         # Pointer locals -> the name of the parameter they point into (checked builds).
         self.var_roots: dict[str, str] = {}
         self.wi: Any = None               # target work-item state (see TargetLowering)
+        self._use_counts: dict[Value, int] | None = None
         entry = llfn.append_basic_block("entry")
         self.alloca_builder = ll.IRBuilder(entry)
         body = llfn.append_basic_block("body")
@@ -121,6 +122,17 @@ class LoweringContext:
 
     def operands(self, op: Op) -> list:
         return [self.get(v) for v in op.operands]
+
+    def use_count(self, v: Value) -> int:
+        """How many operands of this function's ops are ``v`` (counted once, on the
+        first question)."""
+        if self._use_counts is None:
+            counts: dict[Value, int] = {}
+            for op in self.function.walk():
+                for o in op.operands:
+                    counts[o] = counts.get(o, 0) + 1
+            self._use_counts = counts
+        return self._use_counts.get(v, 0)
 
     def vtype(self, t: Type) -> ll.Type:
         return lt.value_type(t, self.lowering.addrspaces)

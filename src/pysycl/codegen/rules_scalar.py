@@ -93,8 +93,39 @@ def lower_simple_binop(ctx, op):
         flags = ctx.lowering.float_flags
         if op.attrs.get("reassoc"):
             flags = flags + ctx.lowering.reassoc_flags
+        elif op.name in ("add", "sub"):
+            fused = _mul_add(ctx, op, a, b)
+            if fused is not None:
+                return fused
         return getattr(ctx.builder, _FLOAT_BINOPS[op.name])(a, b, flags=flags)
     return getattr(ctx.builder, _INT_BINOPS[op.name])(a, b)
+
+
+def _mul_add(ctx, op, a, b):
+    """``x * y + c``, ``c + x * y``, ``x * y - c`` or ``c - x * y`` through the target's
+    ``mul_add`` where it contracts expressions (``TargetLowering.contract_expressions``);
+    None when it does not, or no operand is a product of this expression. The product
+    must be this op's operand directly and used nowhere else: one expression, as
+    OpenCL C contracts; a product kept in a variable stays rounded."""
+    if not ctx.lowering.contract_expressions:
+        return None
+    for side, v in enumerate(op.operands):
+        m = v.owner
+        if m is None or m.name != "mul" or m.type != op.type or m.attrs.get("reassoc"):
+            continue
+        prod = (a, b)[side]
+        if not (isinstance(prod, ll.Instruction) and prod.opname == "fmul") \
+                or ctx.use_count(v) != 1:
+            continue
+        x, y = prod.operands
+        c = (a, b)[1 - side]
+        if op.name == "sub":
+            if side == 0:
+                c = ctx.builder.fneg(c)       # x*y - c = x*y + (-c), exactly
+            else:
+                x = ctx.builder.fneg(x)       # c - x*y = (-x)*y + c, exactly
+        return ctx.lowering.mul_add(ctx, x, y, c)
+    return None
 
 
 @rule("div")

@@ -44,6 +44,12 @@ class TargetLowering:
     #: accumulation, whose order SYCL leaves open, 4.10.6): ``("reassoc",)`` lets the loop
     #: vectoriser keep several partial sums. Empty: such chains stay in source order.
     reassoc_flags: tuple[str, ...] = ()
+    #: Whether codegen contracts a float multiply feeding an add or a subtraction in one
+    #: expression (``a * b + c``) into :meth:`mul_add`: OpenCL C's default contraction
+    #: (``FP_CONTRACT ON``), for a backend that cannot fuse flagged instructions itself
+    #: (LLVM's SPIR-V backend drops ``contract``). A product kept in a variable is not
+    #: contracted, nor is anything when False (default).
+    contract_expressions: bool = False
     #: Calling convention of the internal helper functions codegen adds (the failure
     #: path of checked builds); "" is LLVM's default.
     helper_calling_convention = ""
@@ -131,6 +137,13 @@ class TargetLowering:
     def math(self, ctx: LoweringContext, name: str, args: list, result_type) -> ll.Value | None:
         """Override to call target math functions; None means use LLVM intrinsics."""
         return None
+
+    def mul_add(self, ctx: LoweringContext, a: ll.Value, b: ll.Value, c: ll.Value) -> ll.Value:
+        """``a * b + c`` as one operation that may be fused (one rounding) or not
+        (``llvm.fmuladd``); used where ``contract_expressions`` is set."""
+        fn = ctx.llmodule.declare_intrinsic("llvm.fmuladd", [a.type],
+                                            ll.FunctionType(a.type, [a.type] * 3))
+        return ctx.builder.call(fn, [a, b, c])
 
     def atomic_scope(self, scope: str) -> str:
         """LLVM ``syncscope`` for a SYCL memory_scope ("" = system)."""

@@ -27,6 +27,10 @@ What differs from the shared rules, and why:
 * **Extensions** a module needs are listed in the named metadata
   ``!pysycl.spirv.extensions`` (:func:`required_extensions` reads them back), which the
   compiler enables for that module only (``--spirv-ext`` is process global).
+* **Floating point**: a multiply feeding an add or subtraction in one expression
+  (``acc += a * b``) is one OpenCL.std ``mad``, the contraction OpenCL C does by default
+  (``FP_CONTRACT ON``; see ``contract_expressions``); everything else is rounded
+  operation by operation (the module keeps LLVM's ContractionOff execution mode).
 * **Math** calls the OpenCL.std built-ins by their mangled names (``_Z3sinf``), in the
   operand's precision (float32 stays float32; ``llvm.cos`` and friends are not all in the
   verified list).
@@ -255,6 +259,20 @@ class OpenClLowering(DeviceDimsLowering):
 
     def atomic_scope(self, scope: str) -> str:
         return SYNC_SCOPES.get(scope, "")
+
+    # ``a * b + c`` in one expression is OpenCL.std ``mad``, as OpenCL C contracts by
+    # default (FP_CONTRACT ON: clang emits llvm.fmuladd, which the Khronos translator
+    # writes as ``mad``). The SPIR-V environment spec defines ``mad`` on full-profile
+    # devices as a correctly rounded fma or a multiply and an add each correctly rounded:
+    # llvm.fmuladd's meaning, with the choice left to the driver (LLVM's backend writes
+    # llvm.fmuladd as ``fma``, a library call on a CPU without FMA). Without it the
+    # module has no contraction at all: the backend drops ``contract`` and declares
+    # ContractionOff, and the Intel CPU runtime made each FIR tap a ``vmulps`` and a
+    # ``vaddps`` where the same OpenCL C got one ``vfmadd``.
+    contract_expressions = True
+
+    def mul_add(self, ctx: LoweringContext, a: ll.Value, b: ll.Value, c: ll.Value) -> ll.Value:
+        return opencl_math(ctx, "mad", [a, b, c])
 
 
 # Helpers --------------------------------------------------------------------------------
