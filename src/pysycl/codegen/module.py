@@ -17,7 +17,7 @@ from ..ir.core import Function, Module, Param
 from ..properties import POINTER_ANNOTATION
 from ..ir.types import (AccessorType, LocalAccessorType, PointerType, ScalarType, Type)
 from . import debug_checks
-from . import rules_control, rules_memory, rules_scalar  # noqa: F401  (register rules)
+from . import rules_control, rules_math_pairs, rules_memory, rules_scalar  # noqa: F401  (register rules)
 from . import types as lt
 from .context import AccessorValue, LoweringContext
 from .target_lowering import TargetLowering

@@ -368,11 +368,25 @@ _INTRINSICS = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "exp": "llvm.exp", "exp
                "fma": "llvm.fma"}
 
 
+def _overload_suffix(t: ll.Type) -> str:
+    # llvmlite's own (``intrinsic_name``) knows no vector types: ``v4f32``.
+    if isinstance(t, ll.VectorType):
+        return f"v{t.count}{t.element.intrinsic_name}"
+    return t.intrinsic_name
+
+
+def declare_overloaded(ctx, base: str, overloads: list, fnty: ll.FunctionType) -> ll.Function:
+    """The LLVM intrinsic ``base`` at the overload types ``overloads`` (scalars or
+    vectors): ``llvm.sqrt.v4f32``, ``llvm.ldexp.f64.i32``."""
+    name = ".".join([base, *map(_overload_suffix, overloads)])
+    fn = ctx.llmodule.globals.get(name)
+    return fn if fn is not None else ll.Function(ctx.llmodule, fnty, name)
+
+
 def intrinsic(ctx, name: str, args: list):
     """Call the overloaded LLVM intrinsic for math function ``name`` at the args' type."""
     llt = args[0].type
-    fn = ctx.llmodule.declare_intrinsic(_INTRINSICS[name], [llt],
-                                        ll.FunctionType(llt, [llt] * len(args)))
+    fn = declare_overloaded(ctx, _INTRINSICS[name], [llt], ll.FunctionType(llt, [llt] * len(args)))
     return ctx.builder.call(fn, args)
 
 
@@ -382,17 +396,35 @@ _LIBM = frozenset({"erf", "erfc", "log1p", "expm1", "cbrt", "tgamma", "lgamma", 
                    "acosh", "atanh", "hypot", "remainder"})
 
 
+def per_lane(ctx, scalar_fn, args: list):
+    """``scalar_fn`` (LLVM scalars -> an LLVM scalar, or a tuple of them) over the lanes
+    of the vector ``args`` (scalar arguments go to every lane): the vector of its results
+    (a tuple of vectors). The element-wise form of every math function a target computes
+    with a scalar library call."""
+    b = ctx.builder
+    n = next(a.type.count for a in args if isinstance(a.type, ll.VectorType))
+    lanes = []
+    for i in range(n):
+        k = ll.Constant(lt.I32, i)
+        lanes.append(scalar_fn(*[b.extract_element(a, k) if isinstance(a.type, ll.VectorType)
+                                 else a for a in args]))
+    single = not isinstance(lanes[0], tuple)
+    outs = []
+    for j in range(1 if single else len(lanes[0])):
+        parts = [lane if single else lane[j] for lane in lanes]
+        out = ll.Constant(ll.VectorType(parts[0].type, n), ll.Undefined)
+        for i, part in enumerate(parts):
+            out = b.insert_element(out, part, ll.Constant(lt.I32, i))
+        outs.append(out)
+    return outs[0] if single else tuple(outs)
+
+
 def libm_call(ctx, name: str, args: list):
     """``<name>f`` for float, ``<name>`` for double (half through float); vectors element
     by element."""
     b, ty = ctx.builder, args[0].type
     if isinstance(ty, ll.VectorType):
-        out = ll.Constant(ty, ll.Undefined)
-        for i in range(ty.count):
-            k = ll.Constant(ll.IntType(32), i)
-            out = b.insert_element(out, libm_call(ctx, name, [b.extract_element(a, k)
-                                                              for a in args]), k)
-        return out
+        return per_lane(ctx, lambda *xs: libm_call(ctx, name, list(xs)), args)
     if isinstance(ty, ll.HalfType):
         wide = [b.fpext(a, ll.FloatType()) for a in args]
         return b.fptrunc(libm_call(ctx, name, wide), ty)
@@ -437,9 +469,10 @@ def lower_ldexp(ctx, op):
     custom = ctx.lowering.math(ctx, "ldexp", [fx, ctx.get(n)], op.type)
     if custom is not None:
         return custom
-    fn = ctx.llmodule.declare_intrinsic("llvm.ldexp", [fx.type, ll.IntType(32)],
-                                        ll.FunctionType(fx.type, [fx.type, ll.IntType(32)]))
-    return ctx.builder.call(fn, [fx, ctx.get(n)])
+    k = ctx.get(n)      # i32, or a vector of i32 for a vector x
+    fn = declare_overloaded(ctx, "llvm.ldexp", [fx.type, k.type],
+                            ll.FunctionType(fx.type, [fx.type, k.type]))
+    return ctx.builder.call(fn, [fx, k])
 
 
 def _register_math():

@@ -19,11 +19,12 @@ from .. import functional
 from .._records import FrozenValue
 from ..ir import types as T
 from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
+from ..ir.type_rules import int32_like
 from ..ir.core import Value
 from ..errors import exception
 from ..types import address_space, as_dtype, memory_order, memory_scope
 from . import kernel_api, sycl_math
-from .lowering import type_name
+from .lowering import fv_type_name, type_name
 from .typing_rules import math_result, PY_OPS
 from .values import (AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak,
                      promo_type)
@@ -110,16 +111,61 @@ _weak = promo_type
 
 
 # Math --------------------------------------------------------------------------------
+# Functions where SYCL 2020 takes a scalar beside a vec (``fmin(genfloat x, sgenfloat y)``):
+# the argument positions that may be scalars.
+_SCALAR_BESIDE_VEC = {"fmin": (1,), "fmax": (1,)}
+
+
+def _math_operands(lw, node, name: str, nargs, ints: bool = True) -> list:
+    """The arguments of float math function ``name`` as values of the type it computes
+    in: a float keeps its precision, an integer computes in float64 (``ints``: else it is
+    an error, as for SYCL's frexp); with a vec among them, that vec, element by element
+    (``VecRules.vec_math_type``)."""
+    args = [lw.operand(a, node) for a in _args(lw, node, nargs, name, weak=True)]
+    ty = lw.vec_math_type(name, args, node, _SCALAR_BESIDE_VEC.get(name, ()))
+    if ty is None:
+        for a, arg in zip(args, node.args):
+            if isinstance(a, Value) and not isinstance(a.type, T.ScalarType):
+                lw.error(arg, f"{name}() takes scalars or float vecs, not {a.type}")
+            if not ints and not _weak_is_float(a):
+                lw.error(arg, f"{name}() takes a float, not {fv_type_name(a)}",
+                         "convert it first: np.float64(n) or np.float32(n)")
+        ty = math_result([_weak(a) for a in args])
+    return [lw.coerce(a, ty, node) for a in args]
+
+
+def _weak_is_float(a) -> bool:
+    t = _weak(a)
+    return t is float if isinstance(t, type) else t.is_float
+
+
+def scalar_of(t: T.Type) -> T.ScalarType:
+    return t.elem if isinstance(t, T.VecType) else t
+
+
+def _truth_type(t: T.Type) -> T.Type:
+    """What a predicate on ``t`` values gives in the IR: bool, or a vec of bools."""
+    return T.VecType(T.BOOL, t.n) if isinstance(t, T.VecType) else T.BOOL
+
+
+def _math_op(lw, name: str, args: list, node):
+    """IR op ``math.<name>`` on same-typed float operands (a predicate gives bools)."""
+    t = args[0].type
+    return lw.value(f"math.{name}", args, _truth_type(t) if name in MATH_PREDICATES else t,
+                    node=node)
+
+
+def _relational(lw, truth: Value, t: T.Type, node):
+    """A predicate's result as the user sees it: a bool, or for a vec SYCL's mask vec
+    (-1/0 in the signed integer of the element's size)."""
+    return lw.vec_mask(truth, t, node) if isinstance(t, T.VecType) else truth
+
+
 def _math_rule(name: str, nargs: int):
     def lower(lw, node):
-        args = [lw.operand(a, node) for a in _args(lw, node, nargs, name, weak=True)]
-        for a in args:
-            if isinstance(a, Value) and not isinstance(a.type, T.ScalarType):
-                lw.error(node, f"{name}() takes scalars, not {a.type}")
-        ty = math_result([_weak(a) for a in args])
-        vals = [lw.coerce(a, ty, node) for a in args]
-        result = T.BOOL if name in MATH_PREDICATES else ty
-        return lw.value(f"math.{name}", vals, result, node=node)
+        vals = _math_operands(lw, node, name, nargs)
+        r = _math_op(lw, name, vals, node)
+        return _relational(lw, r, vals[0].type, node) if name in MATH_PREDICATES else r
     return lower
 
 
@@ -129,33 +175,64 @@ def _spellings(name: str) -> list:
             getattr(np, np_name, None) if np_name is not None else None]
 
 
+_VEC_NOTE = "; on a vec element by element"
 for _name, _n in MATH_FUNCTIONS.items():
     add_builtin(f"math.{_name}", _spellings(_name),
                 f"{_name}: IR op math.{_name}; float32 stays float32, integers compute in float64"
+                + (", a vec gives a -1/0 mask vec" if _name in MATH_PREDICATES else _VEC_NOTE)
                 )(_math_rule(_name, _n))
 
 
 def _float_operand(lw, node, name: str):
-    """The one argument of ``name`` as a float value (integers compute in float64)."""
-    (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, name, weak=True)]
-    if isinstance(x, Value) and not isinstance(x.type, T.ScalarType):
-        lw.error(node, f"{name}() takes scalars, not {x.type}")
-    return lw.coerce(x, math_result([_weak(x)]), node)
-
-
-def _math_op(lw, name: str, args: list, node):
-    return lw.value(f"math.{name}", args, T.BOOL if name in MATH_PREDICATES else args[0].type,
-                    node=node)
+    """The one argument of ``name`` as a float value or float vec (integers compute in
+    float64)."""
+    return _math_operands(lw, node, name, 1)[0]
 
 
 @add_builtin("math.ldexp", [sycl_math.ldexp, math.ldexp, np.ldexp])
 def _ldexp(lw, node):
-    """ldexp(x, n): IR op math.ldexp (x * 2**n, exactly; n as int32)."""
+    """ldexp(x, n): IR op math.ldexp (x * 2**n, exactly; n as int32); a vec x takes an int
+    vec of its length or one int for every element."""
     x, n = [lw.operand(a, node) for a in _args(lw, node, 2, "ldexp", weak=True)]
-    fx = lw.coerce(x, math_result([_weak(x)]), node)
-    if isinstance(n, Value) and not (isinstance(n.type, T.ScalarType) and n.type.is_int):
-        lw.error(node.args[1], f"ldexp's exponent is an integer, not {n.type}")
-    return lw.value("math.ldexp", [fx, lw.coerce(n, T.I32, node)], fx.type, node=node)
+    vt = lw.vec_math_type("ldexp", [x], node)
+    fx = lw.coerce(x, vt or math_result([_weak(x)]), node)
+    nt = n.type if isinstance(n, Value) else None
+    if isinstance(nt, T.VecType) and vt is None:
+        lw.error(node.args[1], f"ldexp(): the exponent is a {nt} but x is a scalar",
+                 "make x a vec of the same length")
+    elem = nt.elem if isinstance(nt, T.VecType) else nt
+    if elem is not None and not (isinstance(elem, T.ScalarType) and elem.is_int):
+        lw.error(node.args[1], f"ldexp's exponent is an integer, not {nt}")
+    if isinstance(n, Lit) and not isinstance(n.value, int):
+        lw.error(node.args[1], f"ldexp's exponent is an integer, not Python {type(n.value).__name__}")
+    if isinstance(nt, T.VecType) and nt.n != vt.n:
+        lw.error(node.args[1], f"ldexp(): vec arguments of different lengths, {vt} and {nt}")
+    k = lw.coerce(n, int32_like(fx.type), node)
+    return lw.value("math.ldexp", [fx, k], fx.type, node=node)
+
+
+def _pair_rule(name: str, nargs: int):
+    """frexp, lgamma_r, remquo: the IR op's (float, int32) pair as a Python tuple."""
+    def lower(lw, node):
+        vals = _math_operands(lw, node, name, nargs, ints=False)
+        t = vals[0].type
+        pair = lw.value(f"math.{name}", vals, T.TupleType((t, int32_like(t))), node=node)
+        return TupleVal(tuple(lw.value("tuple.get", [pair], e, {"index": i}, node)
+                              for i, e in enumerate(pair.type.elems)))
+    return lower
+
+
+add_builtin("math.frexp", [sycl_math.frexp, math.frexp, np.frexp],
+            "frexp(x) -> (mantissa, exponent): IR op math.frexp; x == mantissa * 2**exponent "
+            "with the mantissa's magnitude in [0.5, 1) (0, inf and NaN: x itself, exponent 0); "
+            "the exponent is int32 (a vec of int32 for a vec)")(_pair_rule("frexp", 1))
+add_builtin("math.lgamma_r", [sycl_math.lgamma_r],
+            "lgamma_r(x) -> (lgamma(x), sign): IR op math.lgamma_r; sign is the int32 +-1 sign "
+            "of tgamma(x) (a vec of int32 for a vec)")(_pair_rule("lgamma_r", 1))
+add_builtin("math.remquo", [sycl_math.remquo],
+            "remquo(x, y) -> (remainder(x, y), quo): IR op math.remquo; quo is an int32 with "
+            "the sign of x / y and at least its 3 low bits of the rounded quotient (a vec of "
+            "int32 for vecs)")(_pair_rule("remquo", 2))
 
 
 def _scale_rule(name: str, factor: float):
@@ -176,21 +253,35 @@ def _select(lw, cond, a, b, node):
 
 
 def _cmp(lw, pred: str, a, b, node):
-    return lw.value("cmp", [a, b], T.BOOL, {"pred": pred}, node=node)
+    return lw.value("cmp", [a, b], _truth_type(a.type), {"pred": pred}, node=node)
 
 
 @add_builtin("math.sign", [sycl_math.sign, np.sign])
 def _sign(lw, node):
-    """np.sign(x): 1, -1, 0 (NaN stays NaN), in x's type."""
+    """np.sign(x): 1, -1, 0 (NaN stays NaN), in x's type; a float vec element by element."""
     (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, "sign", weak=True)]
-    x = lw.materialize(x, node)
-    if not isinstance(x.type, T.ScalarType):
-        lw.error(node, f"sign() takes scalars, not {x.type}")
+    if lw.vec_math_type("sign", [x], node) is None:
+        x = lw.materialize(x, node)
+    if not isinstance(x.type, (T.ScalarType, T.VecType)):
+        lw.error(node, f"sign() takes scalars or float vecs, not {x.type}")
     zero, one, minus = (lw.const(v, x.type, node) for v in (0, 1, -1))
     rest = _select(lw, _math_op(lw, "isnan", [x], node), x, zero, node) \
-        if x.type.is_float else zero
+        if scalar_of(x.type).is_float else zero
     rest = _select(lw, _cmp(lw, "lt", x, zero, node), minus, rest, node)
     return _select(lw, _cmp(lw, "gt", x, zero, node), one, rest, node)
+
+
+@add_builtin("math.signbit", [sycl_math.signbit, np.signbit])
+def _signbit(lw, node):
+    """signbit(x): whether x's sign bit is set (true for -0.0 and negative NaNs); a vec
+    gives a -1/0 mask vec."""
+    x = _float_operand(lw, node, "signbit")
+    s = scalar_of(x.type)
+    bits = {2: T.I16, 4: T.I32, 8: T.I64}[s.size]
+    it = T.VecType(bits, x.type.n) if isinstance(x.type, T.VecType) else bits
+    raw = lw.value("bitcast", [x], it, node=node)
+    truth = _cmp(lw, "lt", raw, lw.const(0, it, node), node)
+    return _relational(lw, truth, x.type, node)
 
 
 @add_builtin("math.modf", [sycl_math.modf, math.modf, np.modf])
@@ -216,7 +307,8 @@ def _fract(lw, node):
     """fract(x) -> (min(x - floor(x), the float below 1), floor(x)); +-inf gives +-0 and
     NaN NaN, as OpenCL's fract."""
     x = _float_operand(lw, node, "fract")
-    below_one = float(np.nextafter(x.type.dtype.type(1), x.type.dtype.type(0)))
+    dtype = scalar_of(x.type).dtype
+    below_one = float(np.nextafter(dtype.type(1), dtype.type(0)))
     floor = _math_op(lw, "floor", [x], node)
     diff = lw.value("sub", [x, floor], x.type, node=node)
     part = _math_op(lw, "fmin", [diff, lw.const(below_one, x.type, node)], node)

@@ -8,14 +8,16 @@ host they compute with NumPy so ``@sycl.device`` helpers run in Python too.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import math
+from fractions import Fraction
+
+import numpy as np
 
 from ..ir.ops import MATH_FUNCTIONS
 
 # Functions of the kernel language beyond the IR's math ops (built from them).
-EXTRA = ("ldexp", "degrees", "radians", "sign", "modf", "sincos", "fract")
+EXTRA = ("ldexp", "degrees", "radians", "sign", "modf", "sincos", "fract", "frexp",
+         "lgamma_r", "remquo", "signbit")
 __all__ = sorted([*MATH_FUNCTIONS, *EXTRA, "native", "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
@@ -99,6 +101,59 @@ def fract(x):
     part = np.where(np.isinf(x), np.copysign(np.zeros_like(x), x),
                     np.minimum(x - floor, below_one))
     return part, floor
+
+
+def frexp(x):
+    """sycl.math.frexp: ``(mantissa, exponent)``, ``x == mantissa * 2**exponent`` with the
+    mantissa's magnitude in [0.5, 1); the exponent is int32 (as ``np.frexp``)."""
+    return np.frexp(x)
+
+
+def signbit(x):
+    """sycl.math.signbit: whether the sign bit is set (-0.0 included), as ``np.signbit``."""
+    return np.signbit(x)
+
+
+def _lgamma_r(t: float) -> tuple[float, int]:
+    """C's ``lgamma_r``: the sign is -1 for -0 and between the poles where tgamma is
+    negative, +1 elsewhere (poles, infinities, NaN)."""
+    if not math.isfinite(t):
+        return abs(t), 1
+    t = float(t)
+    if t <= 0 and t == int(t):
+        return math.inf, -1 if math.copysign(1, t) < 0 else 1
+    return math.lgamma(t), -1 if t < 0 and math.floor(t) % 2 == 1 else 1
+
+
+def _remquo(x: float, y: float) -> tuple[float, int]:
+    """C's ``remquo``: the IEEE remainder and the 3 low bits of the rounded quotient
+    ``(x - remainder) / y`` (an exact integer), with the sign of x / y."""
+    x, y = float(x), float(y)
+    if not (math.isfinite(x) and not math.isnan(y)) or y == 0:
+        return math.nan, 0
+    r = math.remainder(x, y)
+    n = (Fraction(x) - Fraction(r)) / Fraction(y)
+    low = int(abs(n)) % 8
+    return r, -low if (x < 0) != (y < 0) else low
+
+
+def _pair(fn, *args):
+    """``fn`` (float -> (float, int)) on scalars or arrays, in the arguments' precision."""
+    value, k = np.vectorize(fn, otypes=[np.float64, np.int32])(*args)
+    kind = np.result_type(*args)
+    value = value.astype(kind) if kind.kind == "f" else value
+    return (value[()], k[()]) if value.ndim == 0 else (value, k)
+
+
+def lgamma_r(x):
+    """sycl.math.lgamma_r: ``(lgamma(x), sign of tgamma(x))``, the sign an int32 +-1."""
+    return _pair(_lgamma_r, x)
+
+
+def remquo(x, y):
+    """sycl.math.remquo: ``(remainder(x, y), quo)``, ``quo`` the 3 low bits of the
+    rounded quotient with the sign of x / y (int32)."""
+    return _pair(_remquo, x, y)
 
 
 class _Relaxed:

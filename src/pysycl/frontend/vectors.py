@@ -15,6 +15,8 @@ import numpy as np
 from ..ir import types as T
 from ..ir.core import Value
 from ..types import vec_size
+from .lowering import fv_type_name
+from .values import promo_type
 
 _XYZW = {c: i for i, c in enumerate("xyzw")}
 _RGBA = {c: i for i, c in enumerate("rgba")}
@@ -62,9 +64,57 @@ class VecRules:
                 self.error(node, f"cannot compare {x.type} with {vt}")
         va, vb = self.coerce(a, vt, node), self.coerce(b, vt, node)
         truth = self.value("cmp", [va, vb], T.VecType(T.BOOL, vt.n), {"pred": pred}, node)
+        return self.vec_mask(truth, vt, node)
+
+    def vec_mask(self, truth: Value, vt: T.VecType, node):
+        """A vec of bools as SYCL's relational results on ``vt`` values: -1/0 in the
+        signed integer of ``vt``'s element size."""
         mt = mask_type(vt)
         ones = self.value("cast", [truth], mt, node=node)
         return self.value("neg", [ones], mt, node=node)
+
+    def vec_math_type(self, name: str, args: list, node, scalar_at=()) -> T.VecType | None:
+        """The vec type math function ``name`` computes in, element by element, when a
+        vec is among ``args`` (None when none is): SYCL 2020 4.17.5 defines the math
+        functions on ``vec<float, N>`` and ``vec<double, N>`` (also half). Every vec
+        argument must be that vec; a scalar (converted to the element type and
+        splatted) only at the positions ``scalar_at``, where SYCL takes one (``fmin``,
+        ``fmax``: ``sgenfloat y``)."""
+        vecs = [(i, a.type) for i, a in enumerate(args)
+                if isinstance(a, Value) and isinstance(a.type, T.VecType)]
+        if not vecs:
+            return None
+        first, vt = vecs[0]
+        where = node.args if len(node.args) == len(args) else [node] * len(args)
+        for i, t in vecs[1:]:
+            if t.n != vt.n:
+                self.error(where[i], f"{name}(): vec arguments of different lengths, "
+                           f"{vt} and {t}")
+            if t != vt:
+                self.error(where[i], f"{name}(): vec arguments of different element types, "
+                           f"{vt} and {t}", "convert one of them: v.convert(np.float32)")
+        if not vt.elem.is_float:
+            self.error(where[first], f"{name}() takes float vecs, not {vt}",
+                       f"convert it first: v.convert(np.float32) or v.convert(np.float64)")
+        for i, a in enumerate(args):
+            if isinstance(a, Value) and isinstance(a.type, T.VecType):
+                continue
+            if i not in scalar_at:
+                self.error(where[i], f"{name}() of a {vt} takes a {vt} here, not a scalar",
+                           "SYCL mixes a vec with a scalar only in fmin(v, s), fmax(v, s) "
+                           "and ldexp(v, k); make a vec of the scalar")
+            self._check_splat(name, vt, a, where[i])
+        return vt
+
+    def _check_splat(self, name: str, vt: T.VecType, scalar, node) -> None:
+        """A scalar beside a ``vt`` vec converts to its element type only where NumPy's
+        promotion keeps that type (as in vec arithmetic)."""
+        if isinstance(scalar, Value) and not isinstance(scalar.type, T.ScalarType):
+            self.error(node, f"{name}() takes a scalar or a {vt} here, not {scalar.type}")
+        elem = self.promote("add", vt.elem, promo_type(scalar), node)
+        if elem != vt.elem:
+            self.error(node, f"{name}(): a {fv_type_name(scalar)} scalar with a {vt} would "
+                       "change the element type; convert the scalar first")
 
     def vec_attribute(self, v: Value, attr: str, node):
         idx = swizzle_indices(attr, v.type.n)

@@ -82,7 +82,17 @@ for _n, _k in MATH_FUNCTIONS.items():
     _op(f"math.{_n}", _k, 0, "value", [],
         f"{_n} in the operand precision (float32 stays float32); isnan/isinf/isfinite "
         "give bool.")
-_op("math.ldexp", 2, 0, "value", [], "x * 2**n: float operand 0, i32 operand 1, exactly.")
+_op("math.ldexp", 2, 0, "value", [], "x * 2**n: float operand 0, i32 operand 1 (a vec of "
+    "i32 for a vec x), exactly.")
+# Math functions with a second, integer result (C's pointer argument): the result is a
+# tuple (float of the operands' type, i32 of the same shape: a vec of i32 for vecs).
+MATH_PAIRS = {"frexp": 1, "lgamma_r": 1, "remquo": 2}
+_PAIR_DOCS = {"frexp": "(mantissa in [0.5, 1) or 0, exponent); non-finite x gives (x, 0)",
+              "lgamma_r": "(lgamma(x), sign of tgamma(x) as +-1)",
+              "remquo": "(IEEE remainder(x, y), at least the 3 low bits of the rounded "
+                        "quotient x/y with its sign)"}
+for _n, _k in MATH_PAIRS.items():
+    _op(f"math.{_n}", _k, 0, "value", [], f"{_n}: {_PAIR_DOCS[_n]}.")
 
 # Aggregates ----------------------------------------------------------------------
 _op("struct.make", None, 0, "value", [], "Build a struct value from its fields in order.")

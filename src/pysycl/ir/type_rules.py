@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .core import Module, Op
-from .ops import MATH_FUNCTIONS, MATH_PREDICATES
+from .ops import MATH_FUNCTIONS, MATH_PAIRS, MATH_PREDICATES
 from .types import (BOOL, I32, I64, AccessorType, ArrayType, LocalAccessorType, PointerType,
                     ScalarType, StructType, TupleType, Type, VecType)
 
@@ -130,11 +130,28 @@ def _math(op: Op, m: Module) -> str | None:
     return _same_as_result(op, range(len(op.operands)))
 
 
+def int32_like(t: Type) -> Type:
+    """i32 in the shape of ``t``: a vec of i32 for a vec (the integer results and
+    operands of frexp, lgamma_r, remquo, ldexp)."""
+    return VecType(I32, t.n) if isinstance(t, VecType) else I32
+
+
 @_rule("math.ldexp")
 def _ldexp(op: Op, m: Module) -> str | None:
-    if op.operands[1].type != I32:
-        return f"the exponent has type {op.operands[1].type}, expected i32"
+    want = int32_like(op.type)
+    if op.operands[1].type != want:
+        return f"the exponent has type {op.operands[1].type}, expected {want}"
     return _same_as_result(op, (0,))
+
+
+@_rule(*(f"math.{n}" for n in MATH_PAIRS))
+def _math_pair(op: Op, m: Module) -> str | None:
+    t = op.operands[0].type
+    want = TupleType((t, int32_like(t)))
+    if op.type != want:
+        return f"{op.name} of {t} gives {want}, not {op.type}"
+    bad = [i for i, v in enumerate(op.operands) if v.type != t]
+    return f"operand {bad[0]} has type {op.operands[bad[0]].type}, expected {t}" if bad else None
 
 
 @_rule("struct.make")

@@ -50,7 +50,8 @@ from ...codegen import types as lt
 from ...codegen.group_ops import combiner, fold_slots, identity as group_identity, truth_value
 from ...codegen.rules_memory import (lower_atomic_cmpxchg, lower_atomic_load,
                                      lower_atomic_rmw, lower_atomic_store, lower_dg_addr)
-from ...codegen.rules_scalar import compare, scalar_of
+from ...codegen.rules_math_pairs import lgamma_sign, scalar_out_arg_call
+from ...codegen.rules_scalar import compare, per_lane, scalar_of
 from ...errors import errc, exception
 from ...ir.core import Function, Op
 from ...ir.types import LocalAccessorType, ScalarType, VecType
@@ -74,6 +75,9 @@ LIBDEVICE_MATH = frozenset({"exp", "exp2", "log", "log2", "log10", "sin", "cos",
                             "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "atan2",
                             "erf", "erfc", "log1p", "expm1", "cbrt", "tgamma", "lgamma",
                             "asinh", "acosh", "atanh", "hypot", "fmod", "remainder"})
+# Math ops with a second, integer result that libdevice computes (float, double names).
+_LIBDEVICE_PAIRS = {"frexp": ("__nv_frexpf", "__nv_frexp"),
+                    "remquo": ("__nv_remquof", "__nv_remquo")}
 
 
 
@@ -255,12 +259,12 @@ class CudaLowering(DeviceDimsLowering):
 
     # Math ---------------------------------------------------------------------------------
     def math(self, ctx: LoweringContext, name: str, args: list, result_type):
-        if name == "ldexp":    # __nv_ldexpf(float, int)
-            x = args[0]
-            if not isinstance(x.type, (ll.FloatType, ll.DoubleType)):
-                return None
-            symbol = "__nv_ldexpf" if isinstance(x.type, ll.FloatType) else "__nv_ldexp"
-            return _call(ctx, symbol, x.type, args)
+        if name == "ldexp":    # __nv_ldexpf(float, int); vectors lane by lane
+            return _ldexp(ctx, args)
+        if name in _LIBDEVICE_PAIRS:    # __nv_frexpf(float, int*) ...
+            return scalar_out_arg_call(ctx, _LIBDEVICE_PAIRS[name], args)
+        if name == "lgamma_r":          # libdevice has no lgamma_r: the sign is ours
+            return libdevice_call(ctx, "lgamma", args), lgamma_sign(ctx, args[0])
         if name not in LIBDEVICE_MATH:
             return None
         return libdevice_call(ctx, name, args)
@@ -438,17 +442,22 @@ def _lower_pow(ctx, op):
     return libdevice_call(ctx, "pow", list(_coerce(ctx, op)))
 
 
+def _ldexp(ctx, args: list) -> ll.Value | None:
+    x = args[0]
+    if isinstance(x.type, ll.VectorType):
+        return per_lane(ctx, lambda *xs: _ldexp(ctx, list(xs)), args)
+    if not isinstance(x.type, (ll.FloatType, ll.DoubleType)):
+        return None
+    symbol = "__nv_ldexpf" if isinstance(x.type, ll.FloatType) else "__nv_ldexp"
+    return _call(ctx, symbol, x.type, args)
+
+
 def libdevice_call(ctx, name: str, args: list) -> ll.Value:
     """``__nv_<name>f`` for f32, ``__nv_<name>`` for f64, f16 through f32; vec values
     element by element."""
     b, ty = ctx.builder, args[0].type
     if isinstance(ty, ll.VectorType):
-        out = ll.Constant(ty, ll.Undefined)
-        for i in range(ty.count):
-            k = ll.Constant(lt.I32, i)
-            out = b.insert_element(out, libdevice_call(ctx, name, [b.extract_element(a, k)
-                                                                    for a in args]), k)
-        return out
+        return per_lane(ctx, lambda *xs: libdevice_call(ctx, name, list(xs)), args)
     if isinstance(ty, ll.HalfType):
         wide = [b.fpext(a, ll.FloatType()) for a in args]
         return b.fptrunc(libdevice_call(ctx, name, wide), ty)

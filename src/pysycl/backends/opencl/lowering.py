@@ -63,8 +63,10 @@ from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
 from ...codegen.group_ops import combiner, fold_slots, identity as group_identity, widen
 from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
+from ...codegen.rules_math_pairs import int32_like, out_arg_call
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
+from ...ir.ops import MATH_PAIRS
 from ...ir.types import (AccessorType, ArrayType, LocalAccessorType, ScalarType,
                          StructType, Type, VecType)
 
@@ -255,6 +257,8 @@ class OpenClLowering(DeviceDimsLowering):
             return _builtin_call(ctx, mangled("ldexp", _mangle_lltype(args[0].type) +
                                               _mangle_lltype(args[1].type)),
                                  args[0].type, args)
+        if name in MATH_PAIRS:
+            return _out_arg_builtin(ctx, name, args)
         return None
 
     def atomic_scope(self, scope: str) -> str:
@@ -387,6 +391,16 @@ def opencl_math(ctx, fname: str, args: list) -> ll.Value:
     # Itanium substitutions: repeated vector types become S_ after their first use.
     rest = "" if len(args) == 1 else ("S_" if isinstance(t, ll.VectorType) else m) * (len(args) - 1)
     return _builtin_call(ctx, mangled(fname, m + rest), t, args)
+
+
+def _out_arg_builtin(ctx, fname: str, args: list):
+    """OpenCL's ``frexp(x, int *exp)``, ``lgamma_r(x, int *signp)``, ``remquo(x, y, int
+    *quo)`` (OpenCL.std instructions) on a private int: (result, the int)."""
+    t = args[0].type
+    m = _mangle_lltype(t)
+    rest = "" if len(args) == 1 else ("S_" if isinstance(t, ll.VectorType) else m)
+    symbol = mangled(fname, m + rest + "P" + _mangle_lltype(int32_like(t)))
+    return out_arg_call(ctx, symbol, args, calling_convention="spir_func")
 
 
 # Group reductions ----------------------------------------------------------------------------
