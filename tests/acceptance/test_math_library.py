@@ -1,9 +1,12 @@
 """The math library beyond the basics (SYCL 2020 4.17.5 and Python's ``math``): each
 function on every device, in float32 and float64, against a float64 (or ``math``)
-reference over a sweep of inputs, within SYCL's ULP bounds."""
-from __future__ import annotations
-
+reference over a sweep of inputs, within SYCL's ULP bounds; the functions with two
+results (frexp, lgamma_r, remquo) included; math on vec2 to vec16 element by element
+against NumPy; misuse as compile errors naming the line; the CUDA lowering as PTX."""
+import importlib.util
 import math
+import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,7 +17,8 @@ M = sycl.math
 ROWS = ("erf", "erfc", "log1p", "expm1", "cbrt", "tgamma", "lgamma", "asinh", "acosh",
         "atanh", "hypot", "fmod", "remainder", "ldexp", "degrees", "radians", "sign",
         "modf_frac", "modf_int", "sin_of_sincos", "cos_of_sincos", "fract", "isfinite",
-        "native_exp10", "recip", "divide")
+        "native_exp10", "recip", "divide", "frexp_mant", "frexp_exp", "lgamma_r", "lgamma_r_sign",
+        "remquo", "remquo_quo")
 
 
 @sycl.device
@@ -49,6 +53,15 @@ def evaluate(v, half, out, n, i):
     out[23 * n + i] = M.native.exp10(v * half)
     out[24 * n + i] = M.half_precision.recip(v)
     out[25 * n + i] = M.native.divide(v, half)
+    mant, exp = math.frexp(v)
+    out[26 * n + i] = mant
+    out[27 * n + i] = exp
+    lg, sign = M.lgamma_r(v)
+    out[28 * n + i] = lg
+    out[29 * n + i] = sign
+    rem, quo = M.remquo(v, half * 3)
+    out[30 * n + i] = rem
+    out[31 * n + i] = quo
 
 
 @sycl.kernel
@@ -74,14 +87,44 @@ def _c_tgamma(t: float) -> float:
     return math.gamma(t)
 
 
+def _c_lgamma(t: float) -> float:
+    """C's lgamma: +inf at the poles and at +-inf."""
+    if math.isnan(t):
+        return math.nan
+    return math.lgamma(t) if math.isfinite(t) and not (t <= 0 and t == int(t)) else math.inf
+
+
+def _gamma_sign(t: float) -> float:
+    """The sign of tgamma(t) where it is defined (not at poles, -inf or NaN: NaN here)."""
+    if math.isnan(t) or t == -math.inf or t <= 0 and t == int(t):
+        return math.nan
+    return 1.0 if t == math.inf else math.copysign(1.0, math.gamma(t))
+
+
+def _quo_low_bits(x: float, y: float) -> float:
+    """remquo's quotient: the 3 low bits of x / y rounded to nearest even (exactly, with
+    fractions), with the sign of x / y; 0 where the remainder is NaN or x / y is 0."""
+    if not math.isfinite(x) or math.isnan(y) or y == 0 or math.isinf(y):
+        return 0.0
+    n = round(Fraction(x) / Fraction(y))       # round() of a Fraction: half to even
+    low = abs(n) % 8
+    return float(-low if (x < 0) != (y < 0) else low)
+
+
+def _fma(a: float, b: float, c: float) -> float:
+    """a * b + c rounded once (float64's correct rounding of the exact value)."""
+    if not all(map(math.isfinite, (a, b, c))):
+        return a * b + c
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
 def _reference(x: np.ndarray) -> dict:
     v = x.astype(np.float64)
     h = 0.5
     each = np.vectorize
     with np.errstate(all="ignore"):
         gamma = each(_c_tgamma)(v)
-        lgam = each(lambda t: math.lgamma(t) if math.isfinite(t) and
-                    not (t <= 0 and t == int(t)) else (np.nan if math.isnan(t) else np.inf))(v)
+        lgam = each(_c_lgamma)(v)
         rem = each(lambda t: math.remainder(t, h) if math.isfinite(t) else np.nan)(v)
         ints = np.arange(v.size) % 7 - 3
         frac, whole = np.modf(v)
@@ -97,7 +140,11 @@ def _reference(x: np.ndarray) -> dict:
             "fract": np.where(np.isinf(v), np.copysign(0.0, v),
                               np.minimum(v - np.floor(v), below_one)),
             "isfinite": np.isfinite(v).astype(float), "native_exp10": 10.0 ** (v * h),
-            "recip": 1 / v, "divide": v / h}
+            "recip": 1 / v, "divide": v / h, "frexp_mant": np.frexp(v)[0],
+            "frexp_exp": np.frexp(v)[1].astype(float), "lgamma_r": lgam,
+            "lgamma_r_sign": each(_gamma_sign)(v),
+            "remquo": each(lambda t: math.remainder(t, 3 * h) if math.isfinite(t) else np.nan)(v),
+            "remquo_quo": each(_quo_low_bits)(v, 3 * h)}
 
 
 # SYCL 2020's bounds for the full-precision functions (ULP), 0 for the exact ones. The
@@ -106,7 +153,16 @@ ULPS = {"erf": 16, "erfc": 16, "log1p": 2, "expm1": 3, "cbrt": 2, "tgamma": 16,
         "lgamma": 16, "asinh": 4, "acosh": 4, "atanh": 5, "hypot": 4, "fmod": 0,
         "remainder": 0, "ldexp": 0, "degrees": 2, "radians": 2, "sign": 0, "modf_frac": 0,
         "modf_int": 0, "sin_of_sincos": 4, "cos_of_sincos": 4, "fract": 0, "isfinite": 0,
-        "native_exp10": 3, "recip": 1, "divide": 1}
+        "native_exp10": 3, "recip": 1, "divide": 1, "frexp_mant": 0, "frexp_exp": 0,
+        "lgamma_r": 16, "lgamma_r_sign": 0, "remquo": 0, "remquo_quo": 0}
+# C leaves lgamma_r's sign at the poles (0 and the negative integers) and NaN
+# unspecified, and remquo's quotient is only defined to its 3 low bits: the rows that
+# keep only the defined part of a result before comparing.
+DEFINED = {
+    "lgamma_r_sign": lambda x, got: np.where(
+        (x <= 0) & (x == np.floor(x)) | np.isnan(x) | (x == -np.inf), np.nan, got),
+    "remquo_quo": lambda x, got: np.sign(got) * (np.abs(got) % 8),
+}
 
 
 def _inputs(dtype) -> np.ndarray:
@@ -131,26 +187,35 @@ def test_math_library_within_sycl_ulp_bounds(queue, dtype):
     got = out.to_numpy().reshape(len(ROWS), n)
     ref = _reference(x)
     for row, name in enumerate(ROWS):
-        with np.errstate(over="ignore"):     # tgamma(40) is inf in float32
-            want = ref[name].astype(dtype)
-        have = got[row]
-        assert np.array_equal(np.isnan(have), np.isnan(want)), \
-            f"{name}: NaN where the reference has none (or the reverse) at " \
-            f"{x[np.isnan(have) != np.isnan(want)][:5]}"
-        both = ~np.isnan(want)
-        inf = np.isinf(want) & both
-        assert np.array_equal(have[inf], want[inf]), f"{name}: infinities differ"
-        fin = both & ~inf
-        scale = np.abs(want[fin])
-        if name == "lgamma":   # near its zeros lgamma's error is absolute (libm's too)
-            scale = np.maximum(scale, 1)
-        ulps = np.abs(have[fin].astype(np.float64) - ref[name][fin]) / \
-            np.spacing(scale.astype(dtype)).astype(np.float64)
-        bound = ULPS[name] + 0.5     # the reference itself is rounded to dtype
-        worst = int(np.argmax(ulps)) if ulps.size else 0
-        assert not ulps.size or ulps[worst] <= bound, \
-            f"{name}({x[fin][worst]!r}) = {have[fin][worst]!r}, expected " \
-            f"{ref[name][fin][worst]!r}: {ulps[worst]:.1f} ulp > {ULPS[name]}"
+        assert_within_ulps(name, x, got[row], ref[name], ULPS[name])
+
+
+def assert_within_ulps(name: str, x, have, ref, ulp_bound: float):
+    """``have`` (the device's results at ``x``, in their dtype) against the float64
+    reference ``ref``: NaN and infinities where the reference has them, and finite
+    values within ``ulp_bound`` ULP of it (rows of ``DEFINED`` compared as it says)."""
+    dtype = have.dtype
+    with np.errstate(over="ignore"):     # tgamma(40) is inf in float32
+        want = ref.astype(dtype)
+    if name in DEFINED:
+        have, want = DEFINED[name](x, have), DEFINED[name](x, want)
+    assert np.array_equal(np.isnan(have), np.isnan(want)), \
+        f"{name}: NaN where the reference has none (or the reverse) at " \
+        f"{x[np.isnan(have) != np.isnan(want)][:5]}"
+    both = ~np.isnan(want)
+    inf = np.isinf(want) & both
+    assert np.array_equal(have[inf], want[inf]), f"{name}: infinities differ"
+    fin = both & ~inf
+    scale = np.abs(want[fin])
+    if name.startswith("lgamma"):   # near its zeros lgamma's error is absolute (libm's too)
+        scale = np.maximum(scale, 1)
+    ulps = np.abs(have[fin].astype(np.float64) - ref[fin]) / \
+        np.spacing(scale.astype(dtype)).astype(np.float64)
+    bound = ulp_bound + 0.5     # the reference itself is rounded to dtype
+    worst = int(np.argmax(ulps)) if ulps.size else 0
+    assert not ulps.size or ulps[worst] <= bound, \
+        f"{name}({x[fin][worst]!r}) = {have[fin][worst]!r}, expected " \
+        f"{ref[fin][worst]!r}: {ulps[worst]:.1f} ulp > {ulp_bound}"
 
 
 def test_modf_and_fract_keep_signs_of_zero_and_infinity(queue):
@@ -164,3 +229,223 @@ def test_modf_and_fract_keep_signs_of_zero_and_infinity(queue):
     np.testing.assert_array_equal(np.signbit(got[ROWS.index("modf_frac")]), np.signbit(frac))
     np.testing.assert_array_equal(got[ROWS.index("modf_int")], whole)
     np.testing.assert_array_equal(got[ROWS.index("fract")][2:4], [0.0, 0.0])
+
+
+# Math on vecs --------------------------------------------------------------------------
+# SYCL 2020 4.17.5 defines the math functions element by element on vec<float, N> and
+# vec<double, N>: a sample of them (a scalar beside a vec where SYCL takes one, the pair
+# results, the relational functions' -1/0 masks) on every vec size.
+VEC_SIZES = (2, 3, 4, 8, 16)
+VEC_ROWS = {   # name: SYCL's ULP bound (float)
+    "sqrt": 3, "exp": 3, "log": 3, "sin": 4, "atan2": 6, "pow": 16, "hypot": 4,
+    "fmax_scalar": 0, "fmin": 0, "ldexp_vec": 0, "ldexp_int": 0, "erf": 16, "fma": 0,
+    "floor": 0, "copysign": 0, "cbrt": 2, "degrees": 2, "sign": 0, "fmod": 0, "modf_frac": 0,
+    "cos_of_sincos": 4, "fract": 0, "frexp_mant": 0, "lgamma_r": 16, "remquo": 0}
+VEC_INT_ROWS = ("frexp_exp", "lgamma_r_sign", "remquo_quo")
+VEC_MASK_ROWS = ("isnan", "isinf", "isfinite", "signbit")
+NF, NI, NM = len(VEC_ROWS), len(VEC_INT_ROWS), len(VEC_MASK_ROWS)
+
+
+@sycl.device
+def evaluate_vec(a, b, k, s, out, ints, masks, i):
+    """``VEC_ROWS`` of the vecs ``a`` (positive), ``b`` (signed, with specials) and the int
+    vec ``k`` (and the scalar ``s``) into row ``i`` of ``out``, ``ints`` and ``masks``."""
+    f = i * NF
+    out[f + 0] = np.sqrt(a)
+    out[f + 1] = np.exp(b)
+    out[f + 2] = math.log(a)
+    out[f + 3] = M.sin(b)
+    out[f + 4] = np.arctan2(a, b)
+    out[f + 5] = M.pow(a, b)
+    out[f + 6] = np.hypot(a, b)
+    out[f + 7] = np.fmax(b, s)
+    out[f + 8] = M.fmin(a, b)
+    out[f + 9] = M.ldexp(b, k)
+    out[f + 10] = math.ldexp(b, 3)
+    out[f + 11] = math.erf(b)
+    out[f + 12] = M.fma(a, b, a)
+    out[f + 13] = np.floor(b)
+    out[f + 14] = np.copysign(a, b)
+    out[f + 15] = np.cbrt(b)
+    out[f + 16] = np.degrees(b)
+    out[f + 17] = np.sign(b)
+    out[f + 18] = np.fmod(b, a)
+    frac, _whole = np.modf(b)
+    out[f + 19] = frac
+    _sin, cos = M.sincos(b)
+    out[f + 20] = cos
+    part, _floor = M.fract(b)
+    out[f + 21] = part
+    mant, exp = np.frexp(b)
+    out[f + 22] = mant
+    lg, sign = M.lgamma_r(b)
+    out[f + 23] = lg
+    rem, quo = M.remquo(b, a)
+    out[f + 24] = rem
+    g = i * NI
+    ints[g] = exp
+    ints[g + 1] = sign
+    ints[g + 2] = quo
+    h = i * NM
+    masks[h] = np.isnan(b)
+    masks[h + 1] = math.isinf(b)
+    masks[h + 2] = M.isfinite(b)
+    masks[h + 3] = np.signbit(b)
+
+
+_vec_kernels: dict = {}
+
+
+def vec_kernel(dtype, n: int):
+    """The kernel of ``evaluate_vec`` on ``sycl.vec(dtype, n)`` values."""
+    dt = np.dtype(dtype)
+    if (dt, n) not in _vec_kernels:
+        V, IV = sycl.vec(dt, n), sycl.vec(np.int32, n)
+        MV = sycl.vec(np.int32 if dt == np.float32 else np.int64, n)
+
+        @sycl.kernel(name=f"math_on_vec_{dt.name}_{n}")
+        def math_on_vec(i: sycl.id[1], a: sycl.global_ptr[V], b: sycl.global_ptr[V],
+                        k: sycl.global_ptr[IV], s: dt.type, out: sycl.global_ptr[V],
+                        ints: sycl.global_ptr[IV], masks: sycl.global_ptr[MV]):
+            evaluate_vec(a[i], b[i], k[i], s, out, ints, masks, i)
+        _vec_kernels[dt, n] = math_on_vec
+    return _vec_kernels[dt, n]
+
+
+def _vec_inputs(dtype, n: int, items: int):
+    rng = np.random.default_rng(n)
+    a = rng.uniform(0.1, 4, (items, n)).astype(dtype)
+    b = rng.uniform(-6, 6, (items, n)).astype(dtype)
+    special = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, -2.0, 3.0, 1e-30], dtype)
+    b.flat[rng.choice(b.size, special.size, replace=False)] = special
+    k = rng.integers(-5, 6, (items, n)).astype(np.int32)
+    return a, b, k
+
+
+def _vec_reference(a, b, k, s) -> dict:
+    a, b, s = a.astype(np.float64), b.astype(np.float64), float(s)
+    each = np.vectorize
+    with np.errstate(all="ignore"):
+        frac, _ = np.modf(b)
+        below_one = np.nextafter(1.0, 0.0)
+        return {
+            "sqrt": np.sqrt(a), "exp": np.exp(b), "log": np.log(a), "sin": np.sin(b),
+            "atan2": np.arctan2(a, b), "pow": np.power(a, b), "hypot": np.hypot(a, b),
+            "fmax_scalar": np.fmax(b, s), "fmin": np.fmin(a, b), "ldexp_vec": np.ldexp(b, k),
+            "ldexp_int": np.ldexp(b, 3), "erf": each(math.erf)(b), "fma": each(_fma)(a, b, a),
+            "floor": np.floor(b), "copysign": np.copysign(a, b), "cbrt": np.cbrt(b),
+            "degrees": np.degrees(b), "sign": np.sign(b), "fmod": np.fmod(b, a),
+            "modf_frac": frac, "cos_of_sincos": np.cos(b),
+            "fract": np.where(np.isinf(b), np.copysign(0.0, b),
+                              np.minimum(b - np.floor(b), below_one)),
+            "frexp_mant": np.frexp(b)[0], "lgamma_r": each(_c_lgamma)(b),
+            "remquo": each(lambda x, y: math.remainder(x, y) if math.isfinite(x)
+                           else np.nan)(b, a),
+            "frexp_exp": np.frexp(b)[1], "lgamma_r_sign": each(_gamma_sign)(b),
+            "remquo_quo": each(_quo_low_bits)(b, a),
+            "isnan": np.isnan(b), "isinf": np.isinf(b), "isfinite": np.isfinite(b),
+            "signbit": np.signbit(b)}
+
+
+@pytest.mark.parametrize("n", VEC_SIZES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_math_on_vecs_element_by_element(queue, dtype, n):
+    if dtype == np.float64 and not queue.get_device().has(sycl.aspect.fp64):
+        pytest.skip("no fp64 on this device")
+    items = 24
+    a, b, k = _vec_inputs(dtype, n, items)
+    V, IV = sycl.vec(dtype, n), sycl.vec(np.int32, n)
+    MV = sycl.vec(np.int32 if dtype == np.float32 else np.int64, n)
+
+    def shared(host, vt, rows=1):
+        mem = sycl.malloc_shared(items * rows, vt, queue)
+        if host is not None:
+            np.asarray(mem)[:, :n] = host
+        return mem
+    out, ints, masks = shared(None, V, NF), shared(None, IV, NI), shared(None, MV, NM)
+    s = dtype(0.5)
+    queue.parallel_for(items, vec_kernel(dtype, n), shared(a, V), shared(b, V), shared(k, IV),
+                       s, out, ints, masks).wait()
+    # (a vec3 takes four slots; the fourth is padding)
+    got = out.to_numpy()[:, :n].reshape(items, NF, n)
+    got_ints = ints.to_numpy()[:, :n].reshape(items, NI, n)
+    got_masks = masks.to_numpy()[:, :n].reshape(items, NM, n)
+    ref = _vec_reference(a, b, k, s)
+    for row, (name, bound) in enumerate(VEC_ROWS.items()):
+        assert_within_ulps(name, b.ravel(), got[:, row].ravel(), ref[name].ravel(), bound)
+    for row, name in enumerate(VEC_INT_ROWS):
+        assert_within_ulps(name, b.ravel(), got_ints[:, row].ravel().astype(dtype),
+                           ref[name].ravel().astype(np.float64), 0)
+    for row, name in enumerate(VEC_MASK_ROWS):
+        np.testing.assert_array_equal(got_masks[:, row], np.where(ref[name], -1, 0),
+                                      err_msg=f"{name} mask")
+        assert got_masks.dtype == MV.base
+
+
+def _compile(body: str, folder):
+    """A kernel whose last line is ``body``: its IR (or the compile error)."""
+    path = folder / f"math_case_{abs(hash(body))}.py"
+    path.write_text("import math\nimport numpy as np\nimport pysycl as sycl\n"
+                    "F4, F3, D4 = [sycl.vec(t, n) for t, n in "
+                    "((np.float32, 4), (np.float32, 3), (np.float64, 4))]\n"
+                    "I4, I3 = sycl.vec(np.int32, 4), sycl.vec(np.int32, 3)\n@sycl.kernel\n"
+                    "def bad(i: sycl.id[1], f4: sycl.global_ptr[F4], f3: sycl.global_ptr[F3],\n"
+                    "        d4: sycl.global_ptr[D4], i4: sycl.global_ptr[I4],\n"
+                    "        i3: sycl.global_ptr[I3], o: sycl.global_ptr[F4]):\n"
+                    "    x, y, d, k, k3 = f4[i], f3[i], d4[i], i4[i], i3[i]\n"
+                    f"    {body}\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.bad.ir_module()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("a, b = math.frexp(np.int32(3))", "frexp() takes a float, not int32"),
+    ("a, b = sycl.math.lgamma_r(7)", "lgamma_r() takes a float, not Python int"),
+    ("a, b = sycl.math.remquo(k, k)", "remquo() takes float vecs, not vec<i32,4>"),
+    ("o[i] = np.sqrt(k)", "sqrt() takes float vecs, not vec<i32,4>"),
+    ("o[i] = np.hypot(x, y)", "hypot(): vec arguments of different lengths, vec<f32,4> and "
+     "vec<f32,3>"),
+    ("a, b = sycl.math.remquo(x, d)", "vec arguments of different element types"),
+    ("o[i] = np.hypot(x, np.float32(1))", "hypot() of a vec<f32,4> takes a vec<f32,4> here, "
+     "not a scalar"),
+    ("o[i] = np.fmax(np.float32(1), x)", "fmax() of a vec<f32,4> takes a vec<f32,4> here"),
+    ("o[i] = np.fmax(x, np.float64(1))", "a float64 scalar with a vec<f32,4> would change"),
+    ("o[i] = math.ldexp(x, 1.5)", "ldexp's exponent is an integer, not Python float"),
+    ("o[i] = math.ldexp(x, x)", "ldexp's exponent is an integer, not vec<f32,4>"),
+    ("o[i] = math.ldexp(np.float32(1), k)", "the exponent is a vec<i32,4> but x is a scalar"),
+    ("o[i] = math.ldexp(x, k3)", "ldexp(): vec arguments of different lengths"),
+])
+def test_misused_math_is_a_compile_error_naming_the_line(body, message, tmp_path):
+    with pytest.raises(sycl.compile_error, match=re.escape(message)) as info:
+        _compile(body, tmp_path)
+    assert info.value.lineno == 11
+
+
+def test_mixed_vec_and_scalar_forms_sycl_allows_compile(tmp_path):
+    for body in ("o[i] = np.fmax(x, 0.5)", "o[i] = sycl.math.fmin(x, np.float32(2))",
+                 "o[i] = math.ldexp(x, np.int64(2))", "o[i] = math.ldexp(x, k)"):
+        assert _compile(body, tmp_path).kernels
+
+
+@pytest.mark.parametrize("kernel", [lambda: math_f32, lambda: math_f64,
+                                    lambda: vec_kernel(np.float32, 3),
+                                    lambda: vec_kernel(np.float64, 16)],
+                         ids=["f32", "f64", "vec3_f32", "vec16_f64"])
+def test_math_compiles_to_ptx_without_a_gpu(kernel):
+    """The CUDA lowering of every function here (libdevice, own lgamma sign, lane by lane
+    for vecs) links into PTX; the cuda-marked tests above run it on a GPU."""
+    from pysycl.backends.cuda.compiler import compile_ptx, find_libdevice
+    from pysycl.backends.cuda.lowering import CudaLowering
+    from pysycl.backends.cuda.target import cuda_target
+    from pysycl.codegen import lower_module
+    libdevice = find_libdevice()
+    if libdevice is None:
+        pytest.skip("libdevice.10.bc not found")
+    m = kernel().ir_module()
+    name = m.kernels[0].name
+    ptx = compile_ptx(str(lower_module(m, CudaLowering(cuda_target((9, 0))))), [name],
+                      cpu="sm_90", libdevice=libdevice)
+    assert ".entry" in ptx
+    assert ".extern .func" not in ptx and "__nv_" not in ptx

@@ -34,6 +34,7 @@ def out_arg_call(ctx, symbol: str, args: list, calling_convention: str = ""):
     ty = args[0].type
     ity = int32_like(ty)
     slot = ctx.alloca(ity, name=f"{symbol}.out")
+    ctx.builder.store(_const(ity, 0), slot)     # what a function that stores nothing gives
     fn = ctx.llmodule.globals.get(symbol)
     if fn is None:
         fn = ll.Function(ctx.llmodule, ll.FunctionType(ty, [a.type for a in args] + [slot.type]),
@@ -76,6 +77,10 @@ def lgamma_sign(ctx, x: ll.Value) -> ll.Value:
 
 def _frexp(ctx, args):
     x = args[0]
+    if isinstance(x.type, ll.VectorType):
+        # Lane by lane: LLVM 22's x86 backend asserts widening a vector frexp whose
+        # exponent vector is narrower than a register ({<2 x double>, <2 x i32>}).
+        return per_lane(ctx, lambda lane: _frexp(ctx, [lane]), args)
     ity = int32_like(x.type)
     fn = declare_overloaded(
         ctx, "llvm.frexp", [x.type, ity],
@@ -103,6 +108,10 @@ def _pair_rule(name: str):
             x = args[0]
             finite = b.fcmp_ordered("!=", intrinsic(ctx, "fabs", [x]), _const(x.type, float("inf")))
             k = b.select(finite, k, _const(k.type, 0))
+        elif name == "remquo":
+            # Nor is the quotient defined where the remainder is NaN (x infinite, y 0
+            # or NaN); every target gives 0 there.
+            k = b.select(b.fcmp_unordered("uno", value, value), _const(k.type, 0), k)
         agg = ll.Constant(ctx.vtype(op.type), ll.Undefined)
         return b.insert_value(b.insert_value(agg, value, 0), k, 1)
     lower_math_pair.__name__ = f"lower_math_{name}"

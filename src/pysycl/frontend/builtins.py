@@ -231,8 +231,8 @@ add_builtin("math.lgamma_r", [sycl_math.lgamma_r],
             "of tgamma(x) (a vec of int32 for a vec)")(_pair_rule("lgamma_r", 1))
 add_builtin("math.remquo", [sycl_math.remquo],
             "remquo(x, y) -> (remainder(x, y), quo): IR op math.remquo; quo is an int32 with "
-            "the sign of x / y and at least its 3 low bits of the rounded quotient (a vec of "
-            "int32 for vecs)")(_pair_rule("remquo", 2))
+            "the sign of x / y and at least the 3 low bits of the rounded quotient, 0 where the "
+            "remainder is NaN (a vec of int32 for vecs)")(_pair_rule("remquo", 2))
 
 
 def _scale_rule(name: str, factor: float):

@@ -67,7 +67,79 @@ def _builtins_section() -> list[str]:
     out = []
     for title, rows in groups.items():
         out += [f"## {title}", "", "| entry | spellings | meaning |", "|---|---|---|", *rows, ""]
+        if title == "Math":
+            out += [MATH]
     return out
+
+
+MATH = """\
+### Two results, and math on vecs
+
+* The functions whose second result SYCL returns through a pointer argument return a
+  tuple here, as `modf`, `fract` and `sincos` do: `m, e = math.frexp(x)` (also `np.frexp`,
+  `sycl.math.frexp`), `lg, sign = sycl.math.lgamma_r(x)` and
+  `r, quo = sycl.math.remquo(x, y)`. The integer is an `int32` (a vec of `int32` for a
+  vec), as NumPy's exponent and SYCL's `int`. `frexp` of an infinity or NaN gives the
+  exponent 0, as Python and NumPy do; `quo` has the sign of `x / y` and at least the
+  3 low bits of the rounded quotient (SYCL 2020 4.17.5 leaves the other bits to the
+  device), and is 0 where the remainder is NaN; `sign` is the sign of `tgamma(x)` as
+  +1 or -1 (-1 for `-0.0`). They take floats: an integer argument is a compile error
+  (convert it first, `np.float64(n)`).
+* Every float math function takes `sycl.vec` values of float16, float32 or float64 and
+  computes element by element, giving a vec of the same type (SYCL 2020 4.17.5). Vec
+  arguments must be the same vec type; a scalar may stand beside a vec only where SYCL
+  takes one: `fmin(v, s)`, `fmax(v, s)` and `ldexp(v, k)`, where `k` is an integer or an
+  integer vec of the same length. `isnan`, `isinf`, `isfinite` and `signbit` of a vec
+  give a mask vec, -1 where true and 0 where false, in the signed integer of the
+  element's size (`int32` for float32, `int64` for float64), as SYCL's relational
+  functions do. Other mixes, integer vecs and vecs of different lengths are compile
+  errors that name the line.
+* Vec math lowers to LLVM's vector intrinsics where LLVM has one, to the vector forms of
+  the OpenCL builtins on SPIR-V, and lane by lane to the C library (native CPU) or
+  libdevice (CUDA) otherwise. Accuracy is within SYCL 2020's ULP bounds of the
+  full-precision functions; on the native CPU the C library's double `cbrt` (up to 3 ULP
+  off) gets one Newton step.
+
+```python
+import math
+import numpy as np
+import pysycl as sycl
+
+F4, I4 = sycl.vec(np.float32, 4), sycl.vec(np.int32, 4)
+
+
+@sycl.kernel
+def vec_math(i: sycl.id[1], x: sycl.global_ptr[F4], y: sycl.global_ptr[F4],
+             exps: sycl.global_ptr[I4], negative: sycl.global_ptr[I4],
+             signs: sycl.global_ptr[np.int32]):
+    v = x[i]
+    mant, exp = np.frexp(v)            # a float32 vec and an int32 vec
+    y[i] = np.fmax(np.sqrt(np.fabs(v)), 0.5) + math.ldexp(mant, 1)
+    exps[i] = exp
+    negative[i] = np.signbit(v)        # -1 where the sign bit is set, else 0
+    _lg, sign = sycl.math.lgamma_r(v.x)
+    signs[i] = sign
+
+
+q = sycl.queue()
+n = 64
+data = np.random.default_rng(0).uniform(-5, 5, (n, 4)).astype(np.float32)
+x = sycl.malloc_shared(n, F4, q)
+np.asarray(x)[...] = data
+y = sycl.malloc_shared(n, F4, q)
+exps = sycl.malloc_shared(n, I4, q)
+negative = sycl.malloc_shared(n, I4, q)
+signs = sycl.malloc_shared(n, np.int32, q)
+q.parallel_for(n, vec_math, x, y, exps, negative, signs).wait()
+mant, exp = np.frexp(data)
+want = np.fmax(np.sqrt(np.abs(data)), np.float32(0.5)) + 2 * mant
+assert np.allclose(np.asarray(y), want, rtol=1e-6)
+assert (np.asarray(exps) == exp).all()
+assert (np.asarray(negative) == np.where(np.signbit(data), -1, 0)).all()
+gamma_signs = [math.copysign(1, math.gamma(t)) for t in data[:, 0].astype(float)]
+assert (np.asarray(signs) == gamma_signs).all()
+```
+"""
 
 
 def _methods(title: str, table: dict, note: str = "") -> list[str]:

@@ -90,7 +90,7 @@ MATH_PAIRS = {"frexp": 1, "lgamma_r": 1, "remquo": 2}
 _PAIR_DOCS = {"frexp": "(mantissa in [0.5, 1) or 0, exponent); non-finite x gives (x, 0)",
               "lgamma_r": "(lgamma(x), sign of tgamma(x) as +-1)",
               "remquo": "(IEEE remainder(x, y), at least the 3 low bits of the rounded "
-                        "quotient x/y with its sign)"}
+                        "quotient x/y with its sign; 0 where the remainder is NaN)"}
 for _n, _k in MATH_PAIRS.items():
     _op(f"math.{_n}", _k, 0, "value", [], f"{_n}: {_PAIR_DOCS[_n]}.")
 

@@ -38,7 +38,7 @@ from llvmlite import ir as ll
 from ..._records import Record
 from ...codegen import LoweringContext, TargetLowering, param_types
 from ...codegen.rules_control import LoopID, lower_return
-from ...codegen.rules_scalar import lower_cmp
+from ...codegen.rules_scalar import intrinsic, libm_call, lower_cmp
 from ...codegen import types as lt
 from ...ir.core import Function, Op
 from ...ir.types import IndexSpaceType, ScalarType
@@ -256,6 +256,11 @@ class NativeCpuLowering(TargetLowering):
         ctx.wi.local_id = group_level
         _mark_parallel_accesses(fn.blocks[first:], group)
 
+    def math(self, ctx: LoweringContext, name: str, args: list, result_type):
+        if name == "cbrt" and _element(args[0].type) == ll.DoubleType():
+            return _refined_cbrt(ctx, libm_call(ctx, "cbrt", args), args[0])
+        return None
+
     def annotate_pointer(self, ctx: LoweringContext, ptr: ll.Value, text: str) -> ll.Value:
         """``annotated_ptr`` properties are dropped here: native code has no consumer for
         ``llvm.ptr.annotation``, and alias analysis cannot see through the call, so the
@@ -400,6 +405,37 @@ def _linear(b: ll.IRBuilder, ids: list, ranges: list) -> ll.Value:
 
 def _product(b: ll.IRBuilder, values: list) -> ll.Value:
     return b.mul(b.mul(values[0], values[1]), values[2])
+
+
+def _element(t: ll.Type) -> ll.Type:
+    return t.element if isinstance(t, ll.VectorType) else t
+
+
+def _splat(t: ll.Type, value: float) -> ll.Constant:
+    if isinstance(t, ll.VectorType):
+        return ll.Constant(t, [ll.Constant(t.element, value)] * t.count)
+    return ll.Constant(t, value)
+
+
+def _refined_cbrt(ctx, y, x):
+    """glibc's double ``cbrt`` is up to 3 ULP off (SYCL 2020 allows 2): one Newton step
+    ``y - (y**3 - x) / (3 * y**2)`` with the residual computed through fma (``y*y`` split
+    exactly into ``y2 + lo``) brings it within about half an ULP. Tiny values are scaled
+    by exact powers of two first (the residual of a y**3 near the subnormals would lose
+    its precision); zero, infinite and NaN ``y`` stay as they are."""
+    b, t = ctx.builder, y.type
+    size = intrinsic(ctx, "fabs", [y])
+    small = b.fcmp_ordered("<", size, _splat(t, 2.0 ** -300))
+    ys = b.select(small, b.fmul(y, _splat(t, 2.0 ** 200)), y)
+    xs = b.select(small, b.fmul(x, _splat(t, 2.0 ** 600)), x)
+    y2 = b.fmul(ys, ys)
+    lo = intrinsic(ctx, "fma", [ys, ys, b.fneg(y2)])
+    residual = b.fadd(intrinsic(ctx, "fma", [y2, ys, b.fneg(xs)]), b.fmul(lo, ys))
+    better = b.fsub(ys, b.fdiv(residual, b.fmul(_splat(t, 3.0), y2)))
+    better = b.select(small, b.fmul(better, _splat(t, 2.0 ** -200)), better)
+    normal = b.and_(b.fcmp_ordered(">", size, _splat(t, 0.0)),
+                    b.fcmp_ordered("<", size, _splat(t, float("inf"))))
+    return b.select(normal, better, y)
 
 
 class _DistinctMD(ll.values.MDValue):
