@@ -425,7 +425,8 @@ def test_misused_math_is_a_compile_error_naming_the_line(body, message, tmp_path
 
 def test_mixed_vec_and_scalar_forms_sycl_allows_compile(tmp_path):
     for body in ("o[i] = np.fmax(x, 0.5)", "o[i] = sycl.math.fmin(x, np.float32(2))",
-                 "o[i] = math.ldexp(x, np.int64(2))", "o[i] = math.ldexp(x, k)"):
+                 "o[i] = math.ldexp(x, np.int64(2))", "o[i] = math.ldexp(x, k)",
+                 "o[i] = math.ldexp(x, k.convert(np.int64))"):
         assert _compile(body, tmp_path).kernels
 
 

@@ -207,7 +207,8 @@ def _ldexp(lw, node):
         lw.error(node.args[1], f"ldexp's exponent is an integer, not Python {type(n.value).__name__}")
     if isinstance(nt, T.VecType) and nt.n != vt.n:
         lw.error(node.args[1], f"ldexp(): vec arguments of different lengths, {vt} and {nt}")
-    k = lw.coerce(n, int32_like(fx.type), node)
+    kt = int32_like(fx.type)
+    k = lw.cast(n, kt, node) if isinstance(nt, T.VecType) else lw.coerce(n, kt, node)
     return lw.value("math.ldexp", [fx, k], fx.type, node=node)
 
 
