@@ -6,11 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from . import program_size, suite, user_forms
+from . import autotune, program_size, suite, user_forms
 from .harness import Report
 
 WORKLOADS = ("conv", "fir", "saxpy", "forms", "reduce", "reduction", "histogram", "matmul",
-             "restrict", "launch", "build", "program")
+             "restrict", "launch", "build", "program", "autotune")
 
 
 def _opencl_peer_context():
@@ -61,6 +61,7 @@ def main(argv=None) -> int:
             if fn is not None:
                 steps.append((name, lambda fn=fn: fn(report, q, quick=args.quick)))
         steps.append(("launch", lambda: suite.launch_overhead(report, q)))
+        steps.append(("autotune", lambda: autotune.run(report, q, quick=args.quick)))
         if backend == "native_cpu":   # bundles of 10 / 40 / 160 kernels, fresh processes
             sizes = (10, 40) if args.quick else (10, 40, 160)
             steps.append(("program", lambda: [report.add(m) for m in program_size.measure(

@@ -625,6 +625,53 @@ def bench_build(t: Table, q) -> dict:
     return res
 
 
+def bench_autotune(t: Table, q, conv_n: int, fir_n: int) -> dict:
+    """The tuned convolution and FIR against the hand-picked config and the best of
+    a sweep (each config launched by hand), outputs checked against NumPy."""
+    from . import autotune as at
+    res = {}
+
+    def tuned_rows(wl, kernel, configs, space, args, out, expected, hand, key):
+        tuned = sycl.autotune(kernel, configs=configs, key=key, reps=10)
+        t0 = time.perf_counter()
+        q.parallel_for(space, tuned, *args).wait()
+        first = time.perf_counter() - t0
+        chosen = tuned.best_config(q, space, *args)
+        print(f"  {wl}: first launch {first * 1e3:.0f} ms for {len(configs)} configs",
+              flush=True)
+        sweep = [(s, c) for c, s in next(iter(tuned.timings.values())) if s is not None]
+        best = min(sweep, key=lambda sc: sc[0])[1]
+        result = lambda: _to_host(q, out).reshape(expected.shape)  # noqa: E731
+        res[wl] = {
+            "tuned": t.measure(wl, f"pysycl autotuned (chose {at.label(chosen)})",
+                               lambda: q.parallel_for(space, tuned, *args), result,
+                               expected, q.wait, rtol=1e-3, atol=1e-3),
+            "hand": t.measure(wl, f"pysycl hand-picked {at.label(hand)}",
+                              lambda: at.launch_config(q, kernel, hand, space, args),
+                              result, expected, q.wait, rtol=1e-3, atol=1e-3),
+            "sweep": t.measure(wl, f"pysycl best of tuner's sweep {at.label(best)}",
+                               lambda: at.launch_config(q, kernel, best, space, args),
+                               result, expected, q.wait, rtol=1e-3, atol=1e-3),
+            "first_launch_s": first}
+
+    wgs = ({}, {"work_group": (8, 32)}, {"work_group": (4, 64)}, {"work_group": (16, 16)},
+           {"work_group": (1, 256)})
+    img, _w, configs, space, expected = at.conv_problem(conv_n, wgs)
+    d_in, d_out = _device_array(q, img), sycl.malloc_device(img.shape, F32, q)
+    hand = next(c for c in configs if c[at.outputs_id] == 4 and
+                c.get("work_group") == (4, 64))
+    tuned_rows(f"autotune conv3x3 {conv_n}x{conv_n}", at.conv3x3_rows, configs, space,
+               (d_in, d_out, np.int64(conv_n), np.int64(conv_n)), d_out, expected, hand,
+               ["inp", "rows", "cols"])
+    del d_in, d_out
+    x, _taps, configs, space, expected = at.fir_problem(
+        fir_n, ({}, {"work_group": (128,)}, {"work_group": (256,)}, {"work_group": (512,)}))
+    dx, dy = _device_array(q, x), sycl.malloc_device((fir_n,), F32, q)
+    tuned_rows(f"autotune fir {at.FIR_TAPS} taps {fir_n >> 20}M", at.fir_outputs, configs,
+               space, (dx, dy), dy, expected, configs[0], ["x"])
+    return res
+
+
 def _ratio(a, b):
     if not a or not b or a.get("seconds") is None or b.get("seconds") is None:
         return None
@@ -635,7 +682,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
     ap.add_argument("--json", default="gpu_bench.json")
-    ap.add_argument("--only", default="conv,saxpy,reduction,launch,fir,build")
+    ap.add_argument("--only", default="conv,saxpy,reduction,launch,fir,build,autotune")
     args = ap.parse_args(argv)
     gpus = [d for d in sycl.device.get_devices() if d.backend.name == "cuda"]
     if not gpus:
@@ -706,6 +753,13 @@ def main(argv=None) -> int:
         ours = b.get("build: new spec-constant value set")
         summary["build_new_value_pysycl_over_triton_constexpr"] = _ratio(ours, b.get("triton new_value"))
         summary["build_new_value_pysycl_over_cupy_define"] = _ratio(ours, b.get("cupy new_value"))
+    if "autotune" in only:
+        a = bench_autotune(t, q, 1024 if args.quick else 8192,
+                           (1 << 20) if args.quick else (1 << 24))
+        for wl, r in a.items():
+            summary[f"{wl}: tuned_over_hand_picked"] = _ratio(r["tuned"], r["hand"])
+            summary[f"{wl}: tuned_over_sweep_best"] = _ratio(r["tuned"], r["sweep"])
+            summary[f"{wl}: first_launch_s"] = r["first_launch_s"]
     print("\n| workload | implementation | time (us) | ok |\n|---|---|---|---|")
     for r in t.rows:
         sec = f"{r['seconds'] * 1e6:.2f}" if r["seconds"] is not None else "-"

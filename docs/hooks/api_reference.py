@@ -34,7 +34,8 @@ GROUPS = (
         "get_pointer_device", "buffer", "accessor", "host_accessor", "local_accessor",
         "access", "access_mode", "read_only", "write_only", "read_write", "no_init")),
     ("Specialization constants and device globals", (
-        "specialization_id", "spec_constant", "spec_constant_lowering", "device_global",
+        "specialization_id", "spec_constant", "spec_constant_lowering", "autotune",
+        "device_global",
         "device_image_scope", "host_access", "host_access_mode", "init_mode",
         "init_mode_enum", "implement_in_csr")),
     ("Kernel bundles", (

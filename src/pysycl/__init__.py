@@ -148,6 +148,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "this_module": ("pysycl.bundle.this_module",),
     "save_kernel_bundle": ("pysycl.bundle.files:save_kernel_bundle",),
     "load_kernel_bundle": ("pysycl.bundle.files:load_kernel_bundle",),
+    # autotuning over specialization constants and work-group sizes
+    "autotune": ("pysycl.runtime.autotune:autotune",),
     # SYCL 1.2.1 compatibility layer (sycl.compat.program)
     "compat": ("pysycl.compat",),
 }

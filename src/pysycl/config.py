@@ -142,6 +142,25 @@ def literal_spec_builds() -> int:
                     "non-negative integer")
 
 
+def autotune() -> str:
+    """``PYSYCL_AUTOTUNE``: how ``sycl.autotune`` kernels choose their config. ``1``
+    (default) measures each key once and stores the choice; ``0`` (or ``off``) launches
+    the first config without measuring; ``retune`` measures again (once per key in the
+    process) and replaces the stored choices.
+
+    >>> autotune() in ("on", "off", "retune")
+    True
+    """
+    raw = os.environ.get("PYSYCL_AUTOTUNE", "1").strip().lower()
+    if raw in ("", "1", "on", "true", "yes"):
+        return "on"
+    if raw in ("0", "off", "false", "no"):
+        return "off"
+    if raw == "retune":
+        return "retune"
+    raise exception(errc.invalid, f"PYSYCL_AUTOTUNE={raw!r}: expected 1, 0 or retune")
+
+
 def trust_bundle_code() -> bool:
     """``PYSYCL_TRUST_BUNDLE_CODE=1``: run the native code of bundle files that this user
     did not sign as it is (after its structure is checked), as DPC++ does, instead of

@@ -492,6 +492,7 @@ def _decode_entry(raw: bytes, key: CacheKey, secret: bytes) -> tuple[bytes | Non
 
 _default: Cache | None = None
 _index: Cache | None = None
+_tuning: Cache | None = None
 _default_lock = threading.Lock()
 
 
@@ -502,6 +503,16 @@ def default_cache() -> Cache:
         if _default is None:
             _default = Cache()
         return _default
+
+
+def tuning_cache() -> Cache:
+    """Autotuning choices (``runtime/tuning.py``): entries in the same directory, named
+    ``*.tune``, verified and written like the binaries."""
+    global _tuning
+    with _default_lock:
+        if _tuning is None:
+            _tuning = Cache(suffix=".tune")
+        return _tuning
 
 
 def index_cache() -> Cache:
@@ -550,7 +561,8 @@ def cache_info() -> dict:
 
 
 def cache_clear() -> int:
-    """``pysycl cache clear``: empty the default cache (and the warm-start index);
-    returns entries removed."""
+    """``pysycl cache clear``: empty the default cache (and the warm-start index and
+    the autotuning choices); returns entries removed."""
     index_cache().clear()
+    tuning_cache().clear()
     return default_cache().clear()

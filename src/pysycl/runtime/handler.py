@@ -26,6 +26,11 @@ from .ranges import SINGLE_TASK
 from .reduction import reduction
 
 
+# A kernel-like object that sets up its own launch in a command group (``sycl.autotune``)
+# has this method (runtime/autotune.py).
+TUNED_COMMAND = "_sycl_tuned_command"
+
+
 class spec_constant:
     """The placeholder ``cgh.set_spec_constant(spec_id, value)`` returns (the pre-SYCL 2020
     placeholder style); pass it for a ``sycl.spec_constant[T, spec_id]`` parameter, read it
@@ -134,10 +139,14 @@ class handler:
         leading = ()
         if kernel.__class__ is reduction or getattr(kernel, "unbound_reducers", None):
             kernel, args, leading = reductions.prepare(kernel, args)
+        elif hasattr(kernel, TUNED_COMMAND):   # sycl.autotune: it sets up the launch
+            return kernel._sycl_tuned_command(self, range_or_nd_range, args, properties)
         self._launch(range_or_nd_range, kernel, args, properties, "parallel_for", leading)
 
     def single_task(self, kernel, *args, properties=None):
         """Run ``kernel`` once (a kernel with no index parameter)."""
+        if hasattr(kernel, TUNED_COMMAND):
+            return kernel._sycl_tuned_command(self, SINGLE_TASK, args, properties)
         self._launch(SINGLE_TASK, kernel, args, properties, "single_task")
 
     def _launch(self, space, kernel, args, properties, what, leading=()):

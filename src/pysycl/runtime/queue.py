@@ -54,6 +54,10 @@ from .scheduler import enqueue
 
 _launch_module = None
 
+# A kernel-like object that chooses its own launch (``sycl.autotune``) has this method;
+# the queue and the handler hand such launches to it (runtime/autotune.py).
+TUNED_LAUNCH = "_sycl_tuned_launch"
+
 
 def _get_launcher():
     global _launch_module
@@ -400,7 +404,13 @@ class queue:
             try:
                 plan = self._plans.entries[kernel]
             except (KeyError, TypeError):
+                if hasattr(kernel, TUNED_LAUNCH):   # sycl.autotune: it picks the launch
+                    return kernel._sycl_tuned_launch(self, range_or_nd_range, args,
+                                                     depends_on, None)
                 plan, args = self._reduction_plan(kernel, args, None)
+        elif hasattr(kernel, TUNED_LAUNCH):
+            return kernel._sycl_tuned_launch(self, range_or_nd_range, args, depends_on,
+                                             properties)
         else:
             plan, args = self._reduction_plan(kernel, args, properties)
         return plan.enqueue(range_or_nd_range, args,
@@ -423,6 +433,8 @@ class queue:
             plan = self._plans.entries[kernel] if properties is None else None
         except (KeyError, TypeError):
             plan = None
+        if plan is None and hasattr(kernel, TUNED_LAUNCH):
+            return kernel._sycl_tuned_launch(self, SINGLE_TASK, args, depends_on, properties)
         return (plan or self._plan(kernel, properties=properties)).enqueue(
             SINGLE_TASK, args, None if depends_on is None else as_events(depends_on))
 
