@@ -44,13 +44,18 @@ from ..host_objects import specialization_id
 from ..spec_values import spec_uid, spec_value_bytes
 from .buffer import accessor
 from .event import as_events
+from .launch_plan import LaunchPlan
 from .ranges import SINGLE_TASK, launch_range, nd_range
 from .ranges import range as range_cls
+from .usm import usm_array
 from . import tuning
 
 log = logging.getLogger("pysycl.autotune")
 
 WORK_GROUP = "work_group"
+# Ranges given as these are the same range whenever they are equal: their launch
+# ranges are remembered (an nd_range can be changed in place, a callable computes).
+_IMMUTABLE_SPACES = frozenset({int, tuple, range_cls})
 _IMPLICIT = ("index", "kernel_handler")
 
 
@@ -92,12 +97,14 @@ class tuning_config:
         """The index space to launch for ``given`` (what ``parallel_for`` was given, or a
         callable taking the config dict, as Triton's grid): with a work-group size, an
         ``nd_range`` of its global range (and offset) and that local size."""
-        try:
-            return self._spaces[given]
-        except (KeyError, TypeError):
-            pass
+        remember = given.__class__ in _IMMUTABLE_SPACES
+        if remember:
+            space = self._spaces.get(given)
+            if space is not None:
+                return space
         space = given
         if callable(space) and not isinstance(space, (range_cls, nd_range)):
+            # (Called each launch: what it computes may depend on more than the config.)
             space = space(dict(self.given))
         if self.work_group is not None:
             if space is SINGLE_TASK:
@@ -105,11 +112,8 @@ class tuning_config:
                                 "work_group, but single_task launches one work-item")
             global_size, _, offset = launch_range(space)
             space = nd_range(range_cls(*global_size), range_cls(*self.work_group), offset)
-        if len(self._spaces) < 64:
-            try:
-                self._spaces[given] = space
-            except TypeError:   # an unhashable range (a list): not remembered
-                pass
+        if remember and len(self._spaces) < 64:
+            self._spaces[given] = space
         return space
 
     def __repr__(self):
@@ -182,6 +186,8 @@ class autotuned:
                 raise type_error(errc.invalid, f"autotune config {i} of kernel {name}: "
                                  f"expected a dict, got {type(given).__name__}")
         self.configs = [tuning_config(i, c, name, sig.dims) for i, c in enumerate(configs)]
+        self._names = names
+        self._ranges: dict = {}   # an immutable range -> its part of the key
         self.key = _positions(key, names, name, "key")
         self.restore = None if restore is None else set(
             names[i] for i in _positions(restore, names, name, "restore"))
@@ -225,15 +231,14 @@ class autotuned:
         single_task): the chosen config's launch, after choosing it if needed."""
         deps = None if depends_on is None else as_events(depends_on)
         cfg = self._choose(queue, space, args, None, deps, properties)
-        launch_space = cfg.space(space)
-        if launch_space is SINGLE_TASK:
-            plan = queue._plan(self.kernel, spec=cfg.spec or None, properties=properties)
-        elif not cfg.spec:
-            return queue.parallel_for(launch_space, self.kernel, *args, depends_on=deps,
-                                      properties=properties)
+        if properties is None:
+            # The config's plan, kept by the queue as a kernel's is (bound to its
+            # stream: a group's plan with spec-constant values would not be).
+            plan = queue._plans.get_or_make((self, cfg.index), lambda: LaunchPlan(
+                queue, queue._launcher(self.kernel, None, None, cfg.spec or None, None)))
         else:
-            plan = queue._plan(self.kernel, spec=cfg.spec, properties=properties)
-        return plan.enqueue(launch_space, args, deps)
+            plan = queue._plan(self.kernel, spec=cfg.spec or None, properties=properties)
+        return plan.enqueue(cfg.space(space), args, deps)
 
     def _sycl_tuned_command(self, cgh, space, args, properties) -> None:
         """``cgh.parallel_for(space, self, *args)`` in a command group: the chosen
@@ -314,14 +319,18 @@ class autotuned:
     def _key(self, space, args, cgh, properties) -> tuple:
         """What the choice depends on besides the device: the range (unless computed
         per config), the ``key`` arguments, the group's other constants, properties."""
-        if space is SINGLE_TASK:
-            where = ("single_task",)
-        elif callable(space) and not isinstance(space, (range_cls, nd_range)):
-            where = ("range per config",)
-        else:
-            where = tuple(map(tuple, (p for p in launch_range(space) if p is not None)))
+        where = self._ranges.get(space) if space.__class__ in _IMMUTABLE_SPACES else None
+        if where is None:
+            if space is SINGLE_TASK:
+                where = ("single_task",)
+            elif callable(space) and not isinstance(space, (range_cls, nd_range)):
+                where = ("range per config",)
+            else:
+                where = tuple(map(tuple, (p for p in launch_range(space) if p is not None)))
+            if space.__class__ in _IMMUTABLE_SPACES and len(self._ranges) < 64:
+                self._ranges[space] = where
         parts = [where]
-        names = [p.name for p in self._params]
+        names = self._names
         for i in self.key:
             if i >= len(args):
                 raise type_error(errc.kernel_argument, f"kernel {self.name} takes "
@@ -337,14 +346,16 @@ class autotuned:
 
 def _key_part(value, name: str, kernel: str) -> tuple:
     """How a key argument is told apart: an array by shape and dtype, a scalar by type
-    and value."""
+    and value. (Per launch: the dtype object, not its slow ``str``.)"""
+    if value.__class__ is usm_array:
+        return ("array", value.shape, value.dtype)
     if isinstance(value, accessor):
-        return ("accessor", tuple(value._range), str(value.dtype))
+        return ("accessor", tuple(value._range), value.dtype)
     if isinstance(value, (bool, int, float, complex, str, np.generic)):
         return ("value", type(value).__name__, repr(value))
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
-        return ("array", tuple(int(s) for s in shape), str(dtype))
+        return ("array", tuple(int(s) for s in shape), dtype)
     raise type_error(errc.invalid, f"autotune of kernel {kernel}: key argument {name!r} is a "
                      f"{type(value).__name__}: key on arrays (shape, dtype) and scalars")
 
