@@ -129,6 +129,31 @@ def test_handler_form_with_accessors_updated_in_place(queue, rng):
     assert next(iter(tuned.cache.values()))["work_group"] in ((8,), (32,), 64)
 
 
+def test_handler_form_with_a_kernel_bundle(queue, rng):
+    # Work-group sizes only: the bound bundle's kernel is measured and launched.
+    exe = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.executable,
+                                 kernel=accumulate)
+    tuned = sycl.autotune(accumulate, configs=[{"work_group": (16,)}, {"work_group": (64,)}],
+                          reps=1)
+    a0 = rng.standard_normal(128).astype(np.float32)
+    b0 = rng.standard_normal(128).astype(np.float32)
+    a_host = a0.copy()
+    with sycl.buffer(a_host) as a, sycl.buffer(b0) as b:
+        queue.submit(lambda cgh: (cgh.use_kernel_bundle(exe), cgh.parallel_for(
+            128, tuned, sycl.accessor(a, cgh, sycl.read_write),
+            sycl.accessor(b, cgh, sycl.read_only))))
+    np.testing.assert_allclose(a_host, a0 + b0, rtol=1e-6)
+    # Configs that set constants cannot run from a bound bundle.
+    spec_tuned = sycl.autotune(busy_add, configs=[{work_id: 1}, {work_id: 2}])
+    x = _usm(queue, np.ones(16, np.float32))
+    exe2 = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.executable,
+                                  kernel=busy_add)
+    with pytest.raises(sycl.exception, match="cannot run from a kernel bundle") as info:
+        queue.submit(lambda cgh: (cgh.use_kernel_bundle(exe2),
+                                  cgh.parallel_for(16, spec_tuned, x, x)))
+    assert info.value.code() == sycl.errc.invalid
+
+
 def test_range_per_config_and_host_arrays(queue, rng):
     # Outputs per work-item change the range: it is given per config, as Triton's grid.
     tuned = sycl.autotune(scale_rows, configs=[{per_id: 1}, {per_id: 4}, {per_id: 16}],

@@ -55,6 +55,7 @@ def measure(tuned, queue, space, args, cgh, deps, properties) -> list:
     _wait_for_inputs(queue, deps)
     mq = queue_cls(queue.get_device(), queue.get_context(), in_order=True)
     group_spec = dict(cgh._spec) if cgh is not None and cgh._spec else {}
+    bundle = (cgh._bundle, cgh._image_selector) if cgh is not None and cgh._bundle else None
     saved = saved_arguments(mq, tuned, args)
     seconds, failures = [], []
     try:
@@ -63,7 +64,7 @@ def measure(tuned, queue, space, args, cgh, deps, properties) -> list:
                 saved.restore()
             try:
                 seconds.append(_time_config(tuned, mq, cfg, space, args, group_spec,
-                                            properties))
+                                            bundle, properties))
             except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped
                 seconds.append(None)
                 failures.append((cfg, e))
@@ -78,12 +79,15 @@ def measure(tuned, queue, space, args, cgh, deps, properties) -> list:
     return seconds
 
 
-def _time_config(tuned, mq, cfg, space, args, group_spec, properties) -> float:
-    """The median time of ``tuned.reps`` launches of ``cfg`` after ``tuned.warmup``."""
+def _time_config(tuned, mq, cfg, space, args, group_spec, bundle, properties) -> float:
+    """The median time of ``tuned.reps`` launches of ``cfg`` after ``tuned.warmup``
+    (with the command group's other constants, or its kernel bundle)."""
     kernel = tuned.kernel
     launch_space = cfg.space(space)
 
     def cgf(h):
+        if bundle is not None:
+            h.use_kernel_bundle(*bundle)
         for sid, raw in group_spec.items():
             h.set_specialization_constant(sid, raw)
         for sid, raw in cfg.spec.items():
