@@ -15,6 +15,11 @@
    build, a new spec-constant value set, a disk-cache hit; against Triton's recompile
    for a new ``tl.constexpr`` value and CuPy's NVRTC compile of a RawKernel for a new
    ``-D`` value, each with an empty cache of its own.
+6. Autotuning (``sycl.autotune``, ``benchmarks/autotune.py``): the 3x3 convolution and
+   the 32-tap FIR with outputs per work-item (1, 2, 4, 8) and the work-group size
+   chosen by measuring, against the hand-picked config (4 rows per work-item, 4x64,
+   the fastest pysycl row of item 1; one output per work-item for the FIR) and the
+   best config of the tuner's sweep.
 
 Every output is checked against NumPy before its time is reported (a wrong answer is
 reported as WRONG, never timed). GPU times are the best of a few rounds of ``reps``
