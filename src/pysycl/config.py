@@ -161,6 +161,31 @@ def autotune() -> str:
     raise exception(errc.invalid, f"PYSYCL_AUTOTUNE={raw!r}: expected 1, 0 or retune")
 
 
+#: The most work-items one thread may be given (each is an unrolled copy of the kernel).
+MAX_COARSEN = 64
+
+
+def coarsen() -> str | int:
+    """``PYSYCL_COARSEN``: thread coarsening, where each thread runs several consecutive
+    work-items of a kernel (``passes/coarsen_threads.py``). ``auto`` (default): the
+    compiler's choice (CUDA kernels with neighbour reuse, such as stencils); ``off``
+    (or ``0``, ``1``): never; an integer K from 2 to 64: every kernel that can be, on
+    every backend.
+
+    >>> coarsen() in ("auto", "off") or 2 <= coarsen() <= MAX_COARSEN
+    True
+    """
+    raw = os.environ.get("PYSYCL_COARSEN", "auto").strip().lower()
+    if raw in ("", "auto"):
+        return "auto"
+    if raw in ("0", "1", "off", "false", "no"):
+        return "off"
+    if raw.isdigit() and 2 <= int(raw) <= MAX_COARSEN:
+        return int(raw)
+    raise exception(errc.invalid, f"PYSYCL_COARSEN={raw!r}: expected auto, off or a "
+                    f"number of work-items per thread from 2 to {MAX_COARSEN}")
+
+
 def trust_bundle_code() -> bool:
     """``PYSYCL_TRUST_BUNDLE_CODE=1``: run the native code of bundle files that this user
     did not sign as it is (after its structure is checked), as DPC++ does, instead of

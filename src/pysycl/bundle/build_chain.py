@@ -53,11 +53,13 @@ class Job(FrozenValue):
 
 class BuildJob(FrozenValue):
     """The back half's request: the image's kernels, its spec-constant IDs, the target,
-    the lowering mode, the values a ``literal`` image folds in (None otherwise) and the
+    the lowering mode, the values a ``literal`` image folds in (None otherwise), the
     run-time checks compiled in (``toolchain.build_checks()`` when the build was asked
-    for: a later query of the same image must see the same code)."""
+    for: a later query of the same image must see the same code) and the kernels it
+    coarsens (name -> (dimension, factor), ``coarsening.plans``, likewise)."""
 
-    __slots__ = _fields = ("what", "names", "spec_ids", "target", "mode", "values", "checks")
+    __slots__ = _fields = ("what", "names", "spec_ids", "target", "mode", "values", "checks",
+                           "coarsen")
     what: str
     names: tuple[str, ...]
     spec_ids: Any
@@ -65,9 +67,11 @@ class BuildJob(FrozenValue):
     mode: str
     values: Mapping[str, bytes] | None
     checks: frozenset[str]
+    coarsen: Mapping[str, tuple[int, int]]
 
     def __init__(self, names, spec_ids, target, mode: str,
-                 values: Mapping[str, bytes] | None, checks: frozenset[str]):
+                 values: Mapping[str, bytes] | None, checks: frozenset[str],
+                 coarsen: Mapping[str, tuple[int, int]] | None = None):
         object.__setattr__(self, "what", f"{', '.join(names)} for {target.name}")
         object.__setattr__(self, "names", tuple(names))
         object.__setattr__(self, "spec_ids", spec_ids)
@@ -75,6 +79,7 @@ class BuildJob(FrozenValue):
         object.__setattr__(self, "mode", mode)
         object.__setattr__(self, "values", values if mode == "literal" else None)
         object.__setattr__(self, "checks", frozenset(checks))
+        object.__setattr__(self, "coarsen", dict(coarsen or {}))
 
 
 class LoadJob(FrozenValue):
@@ -151,7 +156,7 @@ def _lower_spec_constants(module, job: BuildJob):
 
 
 def _kernel_passes(module, job: BuildJob):
-    return toolchain.kernel_passes(module, job.target, job.checks)
+    return toolchain.kernel_passes(module, job.target, job.checks, job.coarsen)
 
 
 def _codegen(module, job: BuildJob) -> str:
@@ -206,8 +211,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("spec_constants", "lower spec.get for the image's mode: native, literal "
           "(values folded in) or emulated (read from the implicit buffer)",
           _lower_spec_constants, _show_ir),
-    Stage("kernel_passes", "per-target IR passes (native CPU: work-group fission, group "
-          "reductions; devices: reducers)", _kernel_passes, _show_ir),
+    Stage("kernel_passes", "per-target IR passes (thread coarsening; native CPU: work-group "
+          "fission, group reductions; devices: reducers)", _kernel_passes, _show_ir),
     Stage("llvm", "IR -> LLVM IR through the target's lowering rules", _codegen, _show_text),
     Stage("binary", "LLVM IR -> host object, SPIR-V or PTX (no device needed)",
           _target_compile, _show_binary,

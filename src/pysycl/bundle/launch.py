@@ -32,7 +32,7 @@ from ..errors import errc, exception
 from ..ir import check_record
 from ..ir.core import Function
 from ..spec_values import spec_key
-from . import device_globals, stats, toolchain, warm_index
+from . import coarsening, device_globals, stats, toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle, kernel_object
 from .kernel_id import get_kernel_id, kernel_id
@@ -235,6 +235,9 @@ class Launcher:
         self.dims = sig.dims
         self._set_properties(dict(fn.properties))
         self.local_mem_static = int(fn.attrs.get("local_mem_static", 0) or 0)
+        # A coarsened kernel (the image says so): fewer work-items, and the user's
+        # extent as one more argument (coarsening.py).
+        self.coarsening = coarsening.of_image(image, fn.name, self.dims)
         ids = image.spec_ids
         mode = image.spec_constant_lowering
         self.spec_constant_lowering = mode
@@ -378,11 +381,14 @@ class Launcher:
                local_mem_bytes: int = 0) -> Any:
         """Enqueue one launch; ``kernel_args`` are the packed user arguments, the
         implicit spec-constant buffer is appended here."""
-        args = [*kernel_args, self._spec_kernel_arg or self._spec_arg(stream)]
         if type(global_size) is not tuple:
             global_size = tuple(global_size)
         if local_size is not None and type(local_size) is not tuple:
             local_size = tuple(local_size)
+        args = list(kernel_args)
+        if self.coarsening is not None:
+            global_size, local_size = self.coarsening.args(global_size, local_size, args)
+        args.append(self._spec_kernel_arg or self._spec_arg(stream))
         program = self._program or self.program
         if self._dg_launch:
             for inst in self._dg_launch:
@@ -430,7 +436,15 @@ class Launcher:
         program = self._program or self.program
         spec = self._spec_kernel_arg or self._spec_arg(stream)
         if not self._dg_launch and self._record is None:
-            return self._driver.bind_launch(stream, program, self.kernel_name, spec)
+            bound = self._driver.bind_launch(stream, program, self.kernel_name, spec)
+            if self.coarsening is None:
+                return bound
+            coarse = self.coarsening.args
+
+            def launch_coarsened(global_size, local_size, kernel_args, local_mem_bytes=0):
+                global_size, local_size = coarse(global_size, local_size, kernel_args)
+                return bound(global_size, local_size, kernel_args, local_mem_bytes)
+            return launch_coarsened
         # Device globals move to this program before each launch, a checked build reads
         # its failure record after each: the general path.
         launch = self.launch

@@ -34,7 +34,7 @@ from ..detail.memo import LRUMemo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import SpecConstantIds, spec_constants_used
-from . import build_chain, stats, toolchain, warm_index
+from . import build_chain, coarsening, stats, toolchain, warm_index
 from .build_chain import BuildJob, Job
 from .cache import CacheKey, default_cache
 from .device_image import bundle_state, device_image, image_property_sets
@@ -274,9 +274,10 @@ def lowering_from_properties(props) -> str:
 
 
 def _key_digests(ir_digest: str, spec_ids_digest: str, target, mode: str,
-                 value_bytes: bytes) -> dict[str, str]:
+                 value_bytes: bytes, coarsen: str = "") -> dict[str, str]:
     """The part digests of a binary's cache key, in order: the linked kernel's IR and
-    spec-constant IDs (given as digests), then the parts computed here."""
+    spec-constant IDs (given as digests), then the parts computed here (``coarsen``:
+    the build's coarsening plans, ``coarsening.key_text``)."""
     parts = {"ir": ir_digest, "spec_ids": spec_ids_digest}
     rest = {
         "target": "|".join((target.name, target.triple, target.binary_format, target.cpu,
@@ -293,14 +294,17 @@ def _key_digests(ir_digest: str, spec_ids_digest: str, target, mode: str,
     debug = toolchain.build_checks()
     if debug:  # debug builds compile checks in (codegen.debug_checks)
         rest["debug"] = ",".join(sorted(debug))
+    if coarsen:   # coarsened kernels take one more argument and launch fewer items
+        rest["coarsen"] = coarsen
     parts.update(CacheKey(rest).parts)
     return parts
 
 
-def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes) -> CacheKey:
+def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes,
+               coarsen: str = "") -> CacheKey:
     ir = CacheKey({"ir": lk.ir_text, "spec_ids": repr(sorted(lk.spec_ids.ids.items()))}).parts
     return CacheKey.from_part_digests(_key_digests(ir["ir"], ir["spec_ids"], target, mode,
-                                                   value_bytes))
+                                                   value_bytes, coarsen))
 
 
 class _WarmExecutable(device_image):
@@ -354,12 +358,15 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
     value_bytes = spec_ids.buffer(values) if spec_ids.ids else b""
     mode = _lowering_for_values(mode, kid.get_name(), target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
-    memo = (group, target.name, mode, value_bytes, tuple(devices), toolchain.build_checks())
+    chosen = coarsening.plans([entry["_kernel"]], target.backend)
+    memo = (group, target.name, mode, value_bytes, tuple(devices), toolchain.build_checks(),
+            coarsening.key_text(chosen))
     img = kid.warm_images.get(memo)
     if img is not None:
         return img
     key = CacheKey.from_part_digests(_key_digests(entry["ir"], entry["spec_ids_digest"],
-                                                  target, mode, value_bytes))
+                                                  target, mode, value_bytes,
+                                                  coarsening.key_text(chosen)))
     if not default_cache().contains(key):   # e.g. new literal values, another CPU
         stats.bump("warm_index_misses")
         return None
@@ -372,11 +379,13 @@ def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
             holder.append(linked_fn())
         return holder[0]
 
-    job = BuildJob([kid.get_name()], spec_ids, target, mode, values, toolchain.build_checks())
+    job = BuildJob([kid.get_name()], spec_ids, target, mode, values, toolchain.build_checks(),
+                   chosen)
     img = _WarmExecutable(
         bundle_state.executable, None, [kid], target=target.name,
         format=target.binary_format, devices=devices, binary=None,
-        registry=entry["_registry"], spec_ids=spec_ids, lowering=mode, target_obj=target,
+        registry=coarsening.with_plans(entry["_registry"], chosen), spec_ids=spec_ids,
+        lowering=mode, target_obj=target,
         spec_values=value_bytes, kernel_infos=[entry["_kernel"]],
         materialize=lambda: linked().module,
         llvm=lambda: build_chain.llvm_text(linked().module, job))
@@ -401,16 +410,24 @@ def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
     names = list(lk.group.names) if lk.group is not None else [lk.name]
     mode = _lowering_for_values(mode, names[0], target, value_bytes)
     value_bytes = value_bytes if mode == "literal" else b""
-    memo = (target.name, mode, value_bytes, tuple(devices), toolchain.build_checks())
+    chosen = coarsening.plans(lk.module.kernels, target.backend)
+    memo = (target.name, mode, value_bytes, tuple(devices), toolchain.build_checks(),
+            coarsening.key_text(chosen))
     return owner.executables.get_or_make(
-        memo, lambda: _new_executable(lk, names, devices, target, mode, values, value_bytes))
+        memo, lambda: _new_executable(lk, names, devices, target, mode, values, value_bytes,
+                                      chosen))
 
 
 def _new_executable(lk: LinkedKernel, names: list[str], devices: list, target, mode: str,
-                    values: Mapping[str, bytes] | None, value_bytes: bytes) -> device_image:
-    job = BuildJob(names, lk.spec_ids, target, mode, values, toolchain.build_checks())
-    key = _cache_key(lk, target, mode, value_bytes)
-    with trace.span(f"build {', '.join(names)} for {target.name}", "build", lowering=mode):
+                    values: Mapping[str, bytes] | None, value_bytes: bytes,
+                    chosen: dict[str, tuple[int, int]]) -> device_image:
+    job = BuildJob(names, lk.spec_ids, target, mode, values, toolchain.build_checks(),
+                   chosen)
+    key = _cache_key(lk, target, mode, value_bytes, coarsening.key_text(chosen))
+    about = {"lowering": mode}
+    if trace.recorder() is not None:   # why a kernel is (not) coarsened, when tracing
+        about["coarsening"] = coarsening.describe(lk.module, names, chosen)
+    with trace.span(f"build {', '.join(names)} for {target.name}", "build", **about):
         binary, llvm = build_chain.build_binary(
             lk.module, job, key, default_cache(),
             label=f"kernel {', '.join(names)} for {target.name}")
@@ -419,8 +436,8 @@ def _new_executable(lk: LinkedKernel, names: list[str], devices: list, target, m
     img = device_image(
         bundle_state.executable, lk.module, kids, target=target.name,
         format=target.binary_format, devices=devices, binary=binary,
-        registry=image_property_sets(lk.module, lk.spec_ids), spec_ids=lk.spec_ids,
-        lowering=mode, target_obj=target, spec_values=value_bytes,
+        registry=coarsening.with_plans(image_property_sets(lk.module, lk.spec_ids), chosen),
+        spec_ids=lk.spec_ids, lowering=mode, target_obj=target, spec_values=value_bytes,
         # A binary from the cache comes without its LLVM text: made again when asked.
         llvm=llvm if llvm is not None else lambda: build_chain.llvm_text(lk.module, job))
     img._linked = lk

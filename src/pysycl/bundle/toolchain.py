@@ -197,16 +197,19 @@ def lower_spec_constants(module: Module, spec_ids, mode: str, values=None) -> Mo
     return spec_constants.lower_spec_constants(module, spec_ids, mode, values)
 
 
-def kernel_passes(module: Module, target, checks: frozenset[str] | None = None) -> Module:
+def kernel_passes(module: Module, target, checks: frozenset[str] | None = None,
+                  coarsen=None) -> Module:
     """The per-target IR passes after link and spec-constant lowering (native CPU:
     group reductions, work-group fission; devices: what their codegen needs);
-    ``checks``: those compiled in (default: ``build_checks()``)."""
+    ``checks``: those compiled in (default: ``build_checks()``); ``coarsen``: the
+    kernels to coarsen, name -> (dimension, factor) (``coarsening.plans``; default:
+    none)."""
     from ..passes import pipeline
     checks = build_checks() if checks is None else checks
     bounds = "bounds" in checks   # a checked build (PYSYCL_DEBUG=bounds)
     pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
           else pipeline.device_kernel_pipeline(bounds))
-    return pm.run(module)
+    return pm.run(module, pipeline.PassOptions(extra={"coarsen": dict(coarsen or {})}))
 
 
 # -- codegen and target compilers --------------------------------------------------------

@@ -380,7 +380,8 @@ def registry_from_json(data: dict):
 
 class KernelInfo:
     """What the bundle layer and the launcher read of a kernel's IR function (name,
-    properties, ``used_aspects``/``local_mem_static``), without the IR."""
+    properties, ``used_aspects``/``local_mem_static``, the ``coarsen`` verdict), without
+    the IR."""
 
     kind = "kernel"
     is_declaration = False
@@ -392,7 +393,8 @@ class KernelInfo:
 
     @classmethod
     def of(cls, fn) -> "KernelInfo":
-        attrs = {k: fn.attrs[k] for k in ("used_aspects", "local_mem_static") if k in fn.attrs}
+        attrs = {k: fn.attrs[k] for k in ("used_aspects", "local_mem_static", "coarsen")
+                 if k in fn.attrs}
         if "used_aspects" in attrs:
             attrs["used_aspects"] = [int(a) for a in attrs["used_aspects"]]
         if "local_mem_static" in attrs:

@@ -7,6 +7,10 @@ symbol are an error naming both modules; spec-constant and device-global declara
 merged by unique ID (one ID, one type). Unresolved declarations stay: the caller decides
 (``unresolved_symbols``) whether that is an error at build or at submit.
 
+The linked module is where a kernel's call graph is complete: ``link_modules`` also
+records which kernels may be coarsened (``coarsen_candidates``), so the verdict travels
+with the linked IR (caches, warm-start index, bundle files).
+
 ``reachable_module`` keeps what a set of kernels needs (an image holds
 one kernel and the device functions it calls).
 
@@ -19,6 +23,8 @@ from pysycl.errors import errc, exception
 from pysycl.ir.clone import clone_function
 from pysycl.ir.compare import function_difference
 from pysycl.ir.core import DeviceGlobalDecl, Function, Module, SpecConstantDecl
+
+from .coarsen_candidates import mark_coarsen_candidates
 
 _EXPORTED = ("kernel", "external")
 
@@ -41,7 +47,7 @@ def link_modules(modules: list[Module], name: str) -> Module:
             _merge_decl(out.spec_constants, s, m.name, "specialization constant")
         for d in m.device_globals:
             _merge_decl(out.device_globals, d, m.name, "device_global")
-    return out
+    return mark_coarsen_candidates(out)
 
 
 def _add_function(out: Module, origin: dict[str, str], mod: str, f: Function) -> None:

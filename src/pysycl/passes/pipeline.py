@@ -25,6 +25,7 @@ from pysycl.ir.printer import print_module
 from pysycl.ir.verifier import verify_module
 
 from .bounds_checks import insert_bounds_checks
+from .coarsen_threads import coarsen_threads
 from .lower_group_reduce import lower_group_reduce
 from .lower_reducers import finish_reducers_native, lower_reducers, prepare_reducers_native
 from .unroll_static_range import unroll_static_range
@@ -143,6 +144,11 @@ def _add_bounds_checks(pm: PassManager) -> None:
                                       "split kernel bodies, so they keep the checks)")
 
 
+def _add_coarsening(pm: PassManager) -> None:
+    pm.add_pass(coarsen_threads, "the kernels a build coarsens run K work-items per "
+                                 "thread, before any pass that reads work-item structure")
+
+
 def native_cpu_kernel_pipeline(bounds: bool = False) -> PassManager:
     """IR passes for kernels on the native CPU device, after link and spec-constant
     lowering; ``bounds``: a checked build (``PYSYCL_DEBUG=bounds``)."""
@@ -156,6 +162,7 @@ def native_cpu_kernel_pipeline(bounds: bool = False) -> PassManager:
         _add_bounds_checks(pm)
     pm.add_pass(forward_constant_vars, "loops over a constant local (a literal spec constant) "
                                        "get a constant trip count, so they fully unroll")
+    _add_coarsening(pm)
     pm.add_pass(prepare_reducers_native, "a reducer accumulates per work-group (one thread "
                                          "runs it), and returns end a work-item's part only")
     pm.add_pass(lower_group_reduce, "work-group reductions become group vars and barriers")
@@ -188,6 +195,7 @@ def device_kernel_pipeline(bounds: bool = False) -> PassManager:
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
     if bounds:
         _add_bounds_checks(pm)
+    _add_coarsening(pm)
     pm.add_pass(lower_reducers, "reducers start from the identity and combine through a "
                                 "work-group reduction and one write per work-group")
     return pm

@@ -157,7 +157,7 @@ def test_build_checks_stay_with_the_image(monkeypatch):
     assert job.values is None          # only literal images fold values in
     monkeypatch.setattr(toolchain, "clone", lambda m: m)
     monkeypatch.setattr(toolchain, "lower_spec_constants", lambda *a: None)
-    monkeypatch.setattr(toolchain, "kernel_passes", lambda m, t, checks=None: m)
+    monkeypatch.setattr(toolchain, "kernel_passes", lambda m, t, checks=None, coarsen=None: m)
     monkeypatch.setenv("PYSYCL_DEBUG", "")
     build_chain.llvm_text(object(), job)
     assert seen == [frozenset({"bounds"})]

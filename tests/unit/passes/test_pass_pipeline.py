@@ -52,9 +52,9 @@ def test_dump_ir_after_each_pass(monkeypatch):
                                                     dump_stream=stream))
     text = stream.getvalue()
     assert "// IR after native_cpu.work_group_fission (one thread runs a work-group" in text
-    assert text.count("// IR after") == len(pm.describe()) == 8 and "wg.items" in text
+    assert text.count("// IR after") == len(pm.describe()) == 9 and "wg.items" in text
     assert [n for n, _ in pm.describe()] == ["unroll_static_range", "forward_constant_vars",
-                                             "prepare_reducers_native", "lower_group_reduce",
+                                             "coarsen_threads", "prepare_reducers_native", "lower_group_reduce",
                                              "strip_uniform_loops", "work_group_fission",
                                              "finish_reducers_native", "split_item_range"]
     monkeypatch.setenv("PYSYCL_DUMP", "ir")
@@ -62,6 +62,9 @@ def test_dump_ir_after_each_pass(monkeypatch):
     device_kernel_pipeline().run(Module("m"), PassOptions(dump_stream=stream))
     assert stream.getvalue() == ('// IR after device.unroll_static_range (sycl.static_range '
                                  'loops must be unrolled before codegen)\nmodule "m"\n'
+                                 '// IR after device.coarsen_threads (the kernels a build '
+                                 'coarsens run K work-items per thread, before any pass '
+                                 'that reads work-item structure)\nmodule "m"\n'
                                  '// IR after device.lower_reducers (reducers start from the '
                                  'identity and combine through a work-group reduction and '
                                  'one write per work-group)\nmodule "m"\n')
