@@ -33,7 +33,7 @@ pointer or accessor use two or more different ``c``, neighbouring work-items alo
 work-item can load once.
 
 :func:`mark_coarsen_candidates` runs at link (the call graph is complete there) and
-records ``coarsen = {dims, allowed, reuse}`` on each candidate kernel; the IR then
+records ``coarsen = {dims, allowed, reuse, ops}`` on each candidate kernel; the IR then
 carries the verdict through the caches, the warm-start index and bundle files.
 :func:`choose` turns it into a plan for one build.
 
@@ -53,6 +53,8 @@ ATTR = "coarsen"
 #: Work-items per thread that ``auto`` chooses: four rows of a 3x3 stencil share their
 #: input rows (18 loads for 4 outputs instead of 36), as a hand-coarsened kernel does.
 AUTO_FACTOR = 4
+#: The largest kernel body (in IR ops) that ``auto`` copies 2 x AUTO_FACTOR times.
+AUTO_MAX_OPS = 600
 #: Backends on which ``auto`` coarsens: a GPU thread's registers hold the rows its
 #: copies share; a CPU work-item loop already reuses them through its caches.
 AUTO_BACKENDS = frozenset({"cuda"})
@@ -110,7 +112,8 @@ def analyse_kernel(fn: Function, m: Module) -> tuple[dict | None, str | None]:
     if not allowed:
         return None, "it asks for its local id or group in every dimension"
     reuse = [d for d in range(dims) if _Reuse(fn, d).found()]
-    return {"dims": dims, "allowed": sorted(allowed), "reuse": reuse}, None
+    size = sum(1 for _ in fn.walk())
+    return {"dims": dims, "allowed": sorted(allowed), "reuse": reuse, "ops": size}, None
 
 
 def _at(op: Op) -> str:
@@ -345,8 +348,8 @@ def choose(verdict: dict | None, backend: str, knob) -> tuple[int, int] | None:
     A forced factor coarsens every candidate on every backend: along a dimension with
     reuse, the slowest such one that is not the fastest-varying (the last) if any,
     else the slowest allowed one (so that warps stay coalesced along the last). ``auto``
-    coarsens by ``AUTO_FACTOR`` on ``AUTO_BACKENDS`` only, and only kernels with reuse
-    along a dimension other than the last.
+    coarsens by ``AUTO_FACTOR`` on ``AUTO_BACKENDS`` only, and only kernels of at most
+    ``AUTO_MAX_OPS`` ops with reuse along a dimension other than the last.
 
     >>> choose({"dims": 1, "allowed": [0], "reuse": []}, "opencl", 2)
     (0, 2)
@@ -359,7 +362,8 @@ def choose(verdict: dict | None, backend: str, knob) -> tuple[int, int] | None:
     reuse = [int(d) for d in verdict["reuse"] if int(d) in allowed]
     inner = [d for d in reuse if d < dims - 1]
     if knob == "auto":
-        if backend not in AUTO_BACKENDS or not inner:
+        if backend not in AUTO_BACKENDS or not inner or \
+                int(verdict.get("ops", 0)) > AUTO_MAX_OPS:
             return None
         return inner[0], AUTO_FACTOR
     factor = int(knob)
@@ -368,5 +372,5 @@ def choose(verdict: dict | None, backend: str, knob) -> tuple[int, int] | None:
     return (inner or reuse or allowed)[0], factor
 
 
-__all__ = ["ATTR", "AUTO_FACTOR", "analyse_kernel", "choose", "index_dims",
+__all__ = ["ATTR", "AUTO_FACTOR", "AUTO_MAX_OPS", "analyse_kernel", "choose", "index_dims",
            "mark_coarsen_candidates"]

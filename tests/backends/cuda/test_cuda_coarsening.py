@@ -1,0 +1,70 @@
+"""``PYSYCL_COARSEN=auto`` on CUDA, no GPU needed: the natural one-pixel-per-work-item
+3x3 convolution of ``benchmarks/gpu.py`` is built four rows per thread, and the PTX of
+its interior loads each input value once for the four rows (18 loads, as the kernel
+coarsened by hand), the image telling the launcher so."""
+from __future__ import annotations
+
+import re
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pysycl.backends.cuda.target import cuda_target
+from pysycl.bundle.aot import TargetOnly
+from pysycl.bundle.coarsening import COARSENING_SET
+from pysycl.bundle.kernel_id import get_kernel_id
+from pysycl.bundle.linker import build_executable, default_linked_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from benchmarks import gpu  # noqa: E402
+
+SM90 = TargetOnly(cuda_target((9, 0)))
+
+
+def _build(kernel, setting, monkeypatch):
+    monkeypatch.setenv("PYSYCL_COARSEN", setting)
+    lk = default_linked_kernel(get_kernel_id(kernel))
+    coeff = np.random.default_rng().uniform(0.5, 2, (3, 3)).astype(np.float32)
+    img = build_executable(lk, [SM90], "literal", {gpu.coeff_id.unique_id: coeff.tobytes()})
+    return lk.name, img
+
+
+def _blocks(ptx: str) -> list[str]:
+    """The PTX's straight-line pieces (split at labels and branches)."""
+    return re.split(r"\n\$L__\w+:|\n\s*@?%?\w*\s*bra", ptx)
+
+
+def _accesses(text: str) -> tuple[int, int]:
+    return len(re.findall(r"\bld\.global", text)), len(re.findall(r"\bst\.global", text))
+
+
+def test_auto_coarsens_the_benchmark_convolution(monkeypatch, libdevice):
+    name, img = _build(gpu.conv3x3_literal, "auto", monkeypatch)
+    assert img.property_sets[COARSENING_SET] == {name: struct.pack("<II", 0, 4)}
+    assert "coarsen.extent" in img.asm["llvm"]
+    ptx = img.asm["ptx"]
+    # The interior: four outputs from six input rows of three values, no branch (LLVM
+    # may share the last store with the code for the edges).
+    assert max(_accesses(b)[0] for b in _blocks(ptx)) == 18
+    _, hand = _build(gpu.conv3x3_literal_rows4, "auto", monkeypatch)
+    assert COARSENING_SET not in hand.property_sets       # already four rows by hand
+    assert _accesses(hand.asm["ptx"]) == (18, 4)
+
+
+@pytest.mark.parametrize("setting", ["off", "2"])
+def test_off_and_forced_factor(monkeypatch, libdevice, setting):
+    name, img = _build(gpu.conv3x3_literal, setting, monkeypatch)
+    if setting == "off":
+        assert COARSENING_SET not in img.property_sets
+        assert _accesses(img.asm["ptx"]) == (9, 1)
+    else:
+        assert img.property_sets[COARSENING_SET] == {name: struct.pack("<II", 0, 2)}
+        assert max(_accesses(b)[0] for b in _blocks(img.asm["ptx"])) == 12
+
+
+def test_auto_leaves_kernels_without_reuse(monkeypatch, libdevice):
+    _, img = _build(gpu.saxpy, "auto", monkeypatch)
+    assert COARSENING_SET not in img.property_sets
