@@ -9,13 +9,16 @@ and a crash is a failure."""
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-import pysycl
+import pysycl as sycl
+from pysycl.bundle.coarsening import COARSENING_SET
 
 HERE = Path(__file__).resolve().parent
 CAN = ("conv_acc", "conv_usm", "histogram", "nd_other_dim", "queries_2d", "queries_3d",
@@ -27,7 +30,7 @@ AUTO = {"conv_acc": "0x4", "conv_usm": "0x4"}
 
 def _run(device_param, setting: str) -> dict[str, str]:
     # The child imports the pysycl this test imported (PYTHONPATH may be relative).
-    path = os.pathsep.join(filter(None, [str(Path(pysycl.__file__).resolve().parents[1]),
+    path = os.pathsep.join(filter(None, [str(Path(sycl.__file__).resolve().parents[1]),
                                          os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, PYSYCL_COARSEN=setting, PYSYCL_CACHE="0", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(HERE / "coarsen_cases.py"), device_param.backend,
@@ -51,3 +54,34 @@ def test_auto_coarsens_stencils_on_cuda_only(device_param):
 
 def test_off_coarsens_nothing(device_param):
     assert set(_run(device_param, "off").values()) == {"-"}
+
+
+@sycl.kernel
+def saved_rows(it: sycl.item[2], x: sycl.global_ptr[np.float32], y: sycl.global_ptr[np.float32],
+               cols: np.int64):
+    r, c = it.get_id(0), it.get_id(1)
+    y[r * cols + c] = x[r * cols + c] * 2 + np.float32(r + it.get_range(0))
+
+
+def test_saved_bundle_carries_its_coarsening(queue, tmp_path, monkeypatch):
+    """A file saved from a coarsened build launches coarsened, whatever the loading
+    process's setting: the image says so, the launcher does not ask the environment."""
+    monkeypatch.setenv("PYSYCL_COARSEN", "3")
+    kb = sycl.get_kernel_bundle(queue.get_context(), sycl.bundle_state.input,
+                                kernel_ids=[sycl.get_kernel_id(saved_rows)])
+    path = tmp_path / "rows.syclbin"
+    sycl.save_kernel_bundle(sycl.build(kb), path)
+    monkeypatch.setenv("PYSYCL_COARSEN", "off")
+    exe = sycl.load_kernel_bundle(queue.get_context(), path)
+    image = next(img for img in exe if img.has_kernel(saved_rows, queue.get_device()))
+    assert image.property_sets[COARSENING_SET] == {
+        sycl.get_kernel_id(saved_rows).get_name(): struct.pack("<II", 0, 3)}
+    rows, cols = 10, 6
+    x = np.random.default_rng().standard_normal((rows, cols)).astype(np.float32)
+    dx = sycl.malloc_shared((rows, cols), np.float32, queue)
+    dx[:] = x
+    dy = sycl.malloc_shared((rows, cols), np.float32, queue)
+    queue.submit(lambda cgh: (cgh.use_kernel_bundle(exe), cgh.parallel_for(
+        sycl.range(rows, cols), saved_rows, dx, dy, np.int64(cols)))).wait()
+    expected = x * 2 + (np.arange(rows)[:, None] + rows).astype(np.float32)
+    np.testing.assert_allclose(dy.to_numpy(), expected, rtol=1e-6)
