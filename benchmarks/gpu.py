@@ -6,7 +6,9 @@
    pixel): pysycl with the coefficients as a literal specialization constant, against
    Triton with the coefficients through a pointer and a CuPy RawKernel with the
    coefficients as compile-time literals; the memory floor is a device-to-device copy
-   of the image (``q.memcpy``, i.e. ``cuMemcpyAsync``).
+   of the image (``q.memcpy``, i.e. ``cuMemcpyAsync``). The one-pixel kernel runs as
+   built under ``PYSYCL_COARSEN`` (``auto``: the compiler gives each thread 4 rows) and
+   as built with ``PYSYCL_COARSEN=off``; the kernel coarsened by hand beside them.
 2. ``y = a*x + y`` (memory-bound): bandwidth as a fraction of the device-to-device copy's.
 3. Launch overhead: asynchronous ``q.parallel_for`` of a tiny kernel with two USM
    pointers, amortised over 10,000 launches, against CuPy ``RawKernel``.
@@ -30,9 +32,12 @@ a table and writes JSON (default ``gpu_bench.json``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import platform
+import struct
 import sys
 import time
 
@@ -315,6 +320,29 @@ def _device_array(q, host: np.ndarray):
     return d
 
 
+@contextlib.contextmanager
+def _coarsening(setting: str):
+    """Builds inside use ``PYSYCL_COARSEN=setting`` (the launch reads the image)."""
+    before = os.environ.get("PYSYCL_COARSEN")
+    os.environ["PYSYCL_COARSEN"] = setting
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYSYCL_COARSEN"]
+        else:
+            os.environ["PYSYCL_COARSEN"] = before
+
+
+def _coarsening_plan(exe) -> str:
+    """How the bundle's build coarsened its kernel, for the table's note."""
+    for img in exe:
+        for raw in (img.property_sets.get("PYSYCL/coarsening") or {}).values():
+            dim, factor = struct.unpack("<II", raw)
+            return f"coarsened: {factor} work-items per thread along dimension {dim}"
+    return "not coarsened (one pixel per thread)"
+
+
 # -- workloads --------------------------------------------------------------------------
 def bench_conv(t: Table, q, n: int, cp, torch, triton_conv) -> dict:
     wl = f"conv3x3 {n}x{n} f32"
@@ -336,20 +364,33 @@ def bench_conv(t: Table, q, n: int, cp, torch, triton_conv) -> dict:
                                 devices=[q.get_device()],
                                 kernel_ids=[sycl.get_kernel_id(conv3x3_literal)])
     kb.set_specialization_constant(coeff_id, coeff)
-    exe = sycl.build(kb)          # auto on CUDA: literal (constants folded into the PTX)
+    # auto on CUDA: literal (constants folded into the PTX) and, with PYSYCL_COARSEN's
+    # default, 4 rows per thread (the compiler coarsens the one-pixel kernel itself).
+    exe = sycl.build(kb)
+    with _coarsening("off"):      # the same kernel, one pixel per thread, for comparison
+        exe_1px = sycl.build(kb)
+    plan = _coarsening_plan(exe)
 
-    def run_pysycl(local=None):
+    def run_pysycl(local=None, bundle=exe):
         def cgf(cgh):
-            cgh.use_kernel_bundle(exe)
+            cgh.use_kernel_bundle(bundle)
             r = sycl.range(n, n) if local is None else sycl.nd_range(sycl.range(n, n),
                                                                       sycl.range(*local))
             cgh.parallel_for(r, conv3x3_literal, d_in, d_out, np.int64(n), np.int64(n))
         return q.submit(cgf)
     res["pysycl"] = t.measure(wl, "pysycl literal spec const (range)", run_pysycl,
-                              lambda: _to_host(q, d_out), expected, q.wait)
+                              lambda: _to_host(q, d_out), expected, q.wait, note=plan)
     res["pysycl_nd"] = t.measure(wl, "pysycl literal spec const (nd_range 8x32)",
                                  lambda: run_pysycl((8, 32)), lambda: _to_host(q, d_out),
-                                 expected, q.wait)
+                                 expected, q.wait, note=plan)
+    res["pysycl_off"] = t.measure(wl, "pysycl literal, PYSYCL_COARSEN=off (range)",
+                                  lambda: run_pysycl(bundle=exe_1px),
+                                  lambda: _to_host(q, d_out), expected, q.wait,
+                                  note=_coarsening_plan(exe_1px))
+    res["pysycl_nd_off"] = t.measure(wl, "pysycl literal, PYSYCL_COARSEN=off (nd 8x32)",
+                                     lambda: run_pysycl((8, 32), exe_1px),
+                                     lambda: _to_host(q, d_out), expected, q.wait,
+                                     note=_coarsening_plan(exe_1px))
     kb4 = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
                                  devices=[q.get_device()],
                                  kernel_ids=[sycl.get_kernel_id(conv3x3_literal_rows4)])
@@ -713,14 +754,20 @@ def main(argv=None) -> int:
         def best_of(keys):
             return min((c[k] for k in keys if c.get(k) and c[k]["ok"]),
                        key=lambda m: m["seconds"], default=None)
-        best = best_of(("pysycl", "pysycl_nd", "pysycl_rows4", "pysycl_rows4_nd"))
+        best = best_of(("pysycl", "pysycl_nd", "pysycl_rows4", "pysycl_rows4_nd",
+                        "pysycl_off", "pysycl_nd_off"))
         summary["conv_best_pysycl"] = best["impl"] if best else None
         summary["conv_pysycl_over_triton"] = _ratio(best, c.get("triton"))
+        coarsened = best is not None and ("4 rows" in best["impl"] or
+                                          best["note"].startswith("coarsened"))
         summary["conv_pysycl_over_cupy_literal_same_algorithm"] = _ratio(
-            best, best_of(("cupy_rows4",)) if best and "4 rows" in best["impl"]
-            else c.get("cupy"))
-        summary["conv_pysycl_1px_over_cupy_1px"] = _ratio(best_of(("pysycl", "pysycl_nd")),
-                                                          c.get("cupy"))
+            best, best_of(("cupy_rows4",)) if coarsened else c.get("cupy"))
+        # The natural one-pixel kernel as the user writes it (coarsened by the compiler
+        # under PYSYCL_COARSEN=auto) against Triton, and uncoarsened against CuPy's.
+        summary["conv_pysycl_natural_over_triton"] = _ratio(
+            best_of(("pysycl", "pysycl_nd")), c.get("triton"))
+        summary["conv_pysycl_1px_over_cupy_1px"] = _ratio(
+            best_of(("pysycl_off", "pysycl_nd_off")), c.get("cupy"))
         summary["conv_pysycl_over_memory_floor"] = _ratio(best, c.get("floor"))
     if "saxpy" in only:
         n = (1 << 20) if args.quick else (1 << 27)
