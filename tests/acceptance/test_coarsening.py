@@ -8,6 +8,7 @@ process of its own (``coarsen_cases.py``): the setting is read when kernels are 
 and a crash is a failure."""
 from __future__ import annotations
 
+import json
 import os
 import struct
 import subprocess
@@ -28,11 +29,12 @@ CANNOT = ("with_barrier", "with_local_linear", "with_wg_size")
 AUTO = {"conv_acc": "0x4", "conv_usm": "0x4"}
 
 
-def _run(device_param, setting: str) -> dict[str, str]:
+def _run(device_param, setting: str, **env) -> dict[str, str]:
     # The child imports the pysycl this test imported (PYTHONPATH may be relative).
     path = os.pathsep.join(filter(None, [str(Path(sycl.__file__).resolve().parents[1]),
                                          os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYSYCL_COARSEN=setting, PYSYCL_CACHE="0", PYTHONPATH=path)
+    env = dict(os.environ, **{"PYSYCL_CACHE": "0", **env}, PYSYCL_COARSEN=setting,
+               PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(HERE / "coarsen_cases.py"), device_param.backend,
                            str(device_param.index)], capture_output=True, text=True, env=env,
                           timeout=600, cwd=HERE)
@@ -41,9 +43,28 @@ def _run(device_param, setting: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("factor", [2, 4])
-def test_forced_factor_gives_numpy_results(device_param, factor):
-    plans = _run(device_param, str(factor))
+def test_forced_factor_gives_numpy_results(device_param, factor, tmp_path):
+    trace = tmp_path / "run.json"
+    plans = _run(device_param, str(factor), PYSYCL_TRACE=str(trace))
     assert plans == {**{name: f"0x{factor}" for name in CAN}, **{name: "-" for name in CANNOT}}
+    # Each build's slice in the timeline says what it did about coarsening, and why not.
+    said = {e["name"].split()[1].rpartition(".")[2]: e["args"]["coarsening"]
+            for e in json.loads(trace.read_text())["traceEvents"]
+            if e.get("cat") == "build" and "coarsening" in e.get("args", {})}
+    assert f"{factor} work-items per thread along dimension 0" in said["conv_usm"]
+    assert "not coarsened: it uses local memory (parameter scratch)" in said["with_barrier"]
+    assert "not coarsened: it has the work-group property sycl-work-group-size" in \
+        said["with_wg_size"]
+    assert "not coarsened: it asks for its local linear id" in said["with_local_linear"]
+
+
+def test_cached_builds_keep_their_geometry(device_param, tmp_path):
+    """Builds with different settings are different cache entries; a later process finds
+    each (through the warm-start index) with the geometry it was built for."""
+    cache = {"PYSYCL_CACHE": "1", "PYSYCL_CACHE_DIR": str(tmp_path / "cache")}
+    for setting, plan in (("3", "0x3"), ("off", "-"), ("3", "0x3")):
+        plans = _run(device_param, setting, **cache)
+        assert {plans[name] for name in CAN} == {plan}
 
 
 def test_auto_coarsens_stencils_on_cuda_only(device_param):
