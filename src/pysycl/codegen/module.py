@@ -17,7 +17,9 @@ from ..ir.core import Function, Module, Param
 from ..properties import POINTER_ANNOTATION
 from ..ir.types import (AccessorType, LocalAccessorType, PointerType, ScalarType, Type)
 from . import debug_checks
-from . import rules_control, rules_math_pairs, rules_memory, rules_scalar  # noqa: F401  (register rules)
+# Imported to register their rules:
+from . import (rules_complex, rules_control, rules_math_pairs, rules_memory,  # noqa: F401
+               rules_scalar)
 from . import types as lt
 from .context import AccessorValue, LoweringContext
 from .target_lowering import TargetLowering

@@ -12,13 +12,15 @@ import numpy as np
 from llvmlite import ir as ll
 
 from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
-from ..ir.types import ArrayType, ScalarType, StructType, TupleType, Type, VecType
+from ..ir.types import ArrayType, ComplexType, ScalarType, StructType, TupleType, Type, VecType
 from . import types as lt
 from .context import LoweringContext, rule
 
 
 def scalar_of(t: Type) -> ScalarType:
-    return t.elem if isinstance(t, VecType) else t
+    """The element type of a vec or the part type of a complex number (whose add, sub and
+    neg are those of its parts), else ``t``."""
+    return t.elem if isinstance(t, (VecType, ComplexType)) else t
 
 
 def const(ctx: LoweringContext, t: Type, value) -> ll.Constant:
@@ -26,6 +28,9 @@ def const(ctx: LoweringContext, t: Type, value) -> ll.Constant:
     lltype = ctx.vtype(t)
     if isinstance(t, VecType):
         return ll.Constant(lltype, [const(ctx, t.elem, value)] * t.n)
+    if isinstance(t, ComplexType):
+        z = complex(value)
+        return ll.Constant(lltype, [const(ctx, t.elem, z.real), const(ctx, t.elem, z.imag)])
     s = scalar_of(t)
     if s.is_float:
         return ll.Constant(lltype, float(value))
@@ -42,6 +47,8 @@ def const_from_bytes(ctx: LoweringContext, t: Type, data: bytes) -> ll.Constant:
     if isinstance(t, VecType):
         return ll.Constant(ctx.mtype(t), [const_from_bytes(ctx, t.elem, data[i * t.elem.size:])
                                           for i in range(t.n)])
+    if isinstance(t, ComplexType):
+        return const(ctx, t, np.frombuffer(data[:t.size], dtype=t.dtype)[0])
     if isinstance(t, ArrayType):
         n = t.elem.size
         return ll.Constant(ctx.mtype(t), [const_from_bytes(ctx, t.elem, data[i * n:(i + 1) * n])
@@ -435,29 +442,42 @@ def libm_call(ctx, name: str, args: list):
     return b.call(fn, args)
 
 
+def real_math(ctx, name: str, args: list, result_type: Type):
+    """Math function ``name`` of the catalogue on float (or float vec) LLVM values, the
+    target's way: its ``math`` hook, else an LLVM intrinsic or the C library."""
+    custom = ctx.lowering.math(ctx, name, args, result_type)
+    if custom is not None:
+        return custom
+    bld = ctx.builder
+    if name == "rsqrt":
+        return bld.fdiv(float_const(args[0].type, 1.0), intrinsic(ctx, "sqrt", args))
+    if name == "isnan":
+        return bld.fcmp_unordered("uno", args[0], args[0])
+    if name in ("isinf", "isfinite"):
+        inf = float_const(args[0].type, np.inf)
+        return bld.fcmp_ordered("==" if name == "isinf" else "!=",
+                                intrinsic(ctx, "fabs", args), inf)
+    if name == "fmod":     # LLVM's frem is C's fmod
+        return bld.frem(*args)
+    if name in _LIBM:
+        return libm_call(ctx, name, args)
+    return intrinsic(ctx, name, args)
+
+
+def float_const(llt: ll.Type, value: float) -> ll.Constant:
+    """``value`` as a constant of the float (or float vector) LLVM type ``llt``."""
+    if isinstance(llt, ll.VectorType):
+        return ll.Constant(llt, [ll.Constant(llt.element, float(value))] * llt.count)
+    return ll.Constant(llt, float(value))
+
+
 def _math_rule(name: str):
     def lower_math(ctx, op):
         ftype = op.type if name not in MATH_PREDICATES else op.operands[0].type
         if not scalar_of(ftype).is_float:
             ftype = op.type if scalar_of(op.type).is_float else ScalarType("f64")
         args = [convert(ctx, ctx.get(v), v.type, ftype) for v in op.operands]
-        custom = ctx.lowering.math(ctx, name, args, op.type)
-        if custom is not None:
-            return custom
-        bld = ctx.builder
-        if name == "rsqrt":
-            return bld.fdiv(const(ctx, ftype, 1.0), intrinsic(ctx, "sqrt", args))
-        if name == "isnan":
-            return bld.fcmp_unordered("uno", args[0], args[0])
-        if name == "isinf":
-            return bld.fcmp_ordered("==", intrinsic(ctx, "fabs", args), const(ctx, ftype, np.inf))
-        if name == "isfinite":
-            return bld.fcmp_ordered("!=", intrinsic(ctx, "fabs", args), const(ctx, ftype, np.inf))
-        if name == "fmod":     # LLVM's frem is C's fmod
-            return bld.frem(*args)
-        if name in _LIBM:
-            return libm_call(ctx, name, args)
-        return intrinsic(ctx, name, args)
+        return real_math(ctx, name, args, op.type)
     lower_math.__name__ = f"lower_math_{name}"
     return lower_math
 

@@ -19,9 +19,9 @@ from typing import Mapping
 from llvmlite import ir as ll
 
 from ..ir import types as ir_types
-from ..ir.types import (AccessorType, ArrayType, IndexSpaceType, LocalAccessorType,
-                        PointerType, ScalarType, StructType, TupleType, Type, VecType,
-                        VoidType)
+from ..ir.types import (AccessorType, ArrayType, ComplexType, IndexSpaceType,
+                        LocalAccessorType, PointerType, ScalarType, StructType, TupleType, Type,
+                        VecType, VoidType)
 
 I1, I8, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 VOID = ll.VoidType()
@@ -49,12 +49,22 @@ def value_type(t: Type, addrspaces: Mapping[str, int]) -> ll.Type:
     return memory_type(t, addrspaces)
 
 
+def complex_type(t: ComplexType) -> ll.VectorType:
+    """``<2 x T>`` (real, imaginary): the layout of ``std::complex<T>`` and of NumPy's
+    complex dtypes, and what OpenCL (``float2``) and NVPTX take as a kernel argument by
+    value, so a complex parameter needs no aggregate (byval) handling; ``fadd``/``fsub``/
+    ``fneg`` of it are the complex operations."""
+    return ll.VectorType(_SCALAR_LL[t.elem.name], 2)
+
+
 def memory_type(t: Type, addrspaces: Mapping[str, int]) -> ll.Type:
     """The in-memory type of an IR value (``bool`` -> ``i8``)."""
     if isinstance(t, ScalarType):
         return I8 if t.is_bool else _SCALAR_LL[t.name]
     if isinstance(t, VecType):
         return ll.VectorType(I8 if t.elem.is_bool else _SCALAR_LL[t.elem.name], t.n)
+    if isinstance(t, ComplexType):
+        return complex_type(t)
     if isinstance(t, ArrayType):
         return ll.ArrayType(memory_type(t.elem, addrspaces), t.n)
     if isinstance(t, StructType):
@@ -111,7 +121,7 @@ def is_aggregate(t: Type) -> bool:
     return isinstance(t, (StructType, ArrayType))
 
 
-__all__ = ["value_type", "memory_type", "pointer", "field_index", "is_expanded",
+__all__ = ["value_type", "memory_type", "complex_type", "pointer", "field_index", "is_expanded",
            "has_storage", "is_aggregate", "I1", "I8", "I32", "I64", "VOID", "ir_types"]
 
 

@@ -27,7 +27,7 @@ from . import kernel_api, sycl_math
 from .lowering import fv_type_name, type_name
 from .typing_rules import math_result, PY_OPS
 from .values import (AtomicHandle, GroupHandle, Lit, Obj, Ptr, SpecPlaceholder, TupleVal, Weak,
-                     promo_type)
+                     is_complex, promo_type)
 
 
 class Builtin(FrozenValue):
@@ -89,8 +89,8 @@ def _spelling(obj) -> str:
     name = getattr(obj, "__name__", repr(obj))
     if module == "builtins":
         return name
-    if module == "math":
-        return f"math.{name}"
+    if module in ("math", "cmath"):
+        return f"{module}.{name}"
     if module.startswith("numpy"):
         return f"np.{name}"
     if module.endswith("sycl_math"):
@@ -116,12 +116,13 @@ _weak = promo_type
 _SCALAR_BESIDE_VEC = {"fmin": (1,), "fmax": (1,)}
 
 
-def _math_operands(lw, node, name: str, nargs, ints: bool = True) -> list:
+def _math_operands(lw, node, name: str, nargs, ints: bool = True, args=None) -> list:
     """The arguments of float math function ``name`` as values of the type it computes
     in: a float keeps its precision, an integer computes in float64 (``ints``: else it is
     an error, as for SYCL's frexp); with a vec among them, that vec, element by element
-    (``VecRules.vec_math_type``)."""
-    args = [lw.operand(a, node) for a in _args(lw, node, nargs, name, weak=True)]
+    (``VecRules.vec_math_type``). ``args``: the arguments already lowered."""
+    if args is None:
+        args = [lw.operand(a, node) for a in _args(lw, node, nargs, name, weak=True)]
     ty = lw.vec_math_type(name, args, node, _SCALAR_BESIDE_VEC.get(name, ()))
     if ty is None:
         for a, arg in zip(args, node.args):
@@ -163,7 +164,10 @@ def _relational(lw, truth: Value, t: T.Type, node):
 
 def _math_rule(name: str, nargs: int):
     def lower(lw, node):
-        vals = _math_operands(lw, node, name, nargs)
+        args = [lw.operand(a, node) for a in _args(lw, node, nargs, name, weak=True)]
+        if any(is_complex(a) for a in args):
+            return lw.complex_math(name, args, node)   # complex_numbers.ComplexRules
+        vals = _math_operands(lw, node, name, nargs, args=args)
         r = _math_op(lw, name, vals, node)
         return _relational(lw, r, vals[0].type, node) if name in MATH_PREDICATES else r
     return lower
@@ -339,13 +343,17 @@ _relaxed_rules("half_precision", sycl_math.half_precision)
 
 @add_builtin("abs", [py.abs, np.abs, np.absolute])
 def _abs(lw, node):
-    """abs(x): IR op abs in x's type."""
+    """abs(x): IR op abs in x's type; of a complex z, IR op complex.abs (hypot of its
+    parts, in their type)."""
     (x,) = [lw.operand(a, node) for a in _args(lw, node, 1, "abs", weak=True)]
     if isinstance(x, Lit):
         return Lit(abs(x.value))
-    if isinstance(x, Weak):
-        return Weak(lw.value("abs", [x.value], x.value.type, node=node))
-    return lw.value("abs", [x], x.type, node=node)
+    v = x.value if isinstance(x, Weak) else x
+    if isinstance(v.type, T.ComplexType):
+        r = lw.value("complex.abs", [v], v.type.elem, node=node)
+    else:
+        r = lw.value("abs", [v], v.type, node=node)
+    return Weak(r) if isinstance(x, Weak) else r
 
 
 def _minmax(op):
@@ -355,7 +363,8 @@ def _minmax(op):
         acc = lw.operand(lw.wexpr(node.args[0]), node)
         for a in node.args[1:]:
             b = lw.operand(lw.wexpr(a), node)
-            if isinstance(acc, Weak) or isinstance(b, Weak):
+            if isinstance(acc, Weak) or isinstance(b, Weak) or is_complex(acc) or \
+                    is_complex(b):
                 acc = lw.binop(op, acc, b, node)  # NumPy promotion, Python numbers weak
                 continue
             if isinstance(acc, Lit) and isinstance(b, Lit):

@@ -18,6 +18,7 @@ from ..ir import types as T
 from ..ir.builder import Builder
 from ..ir.core import Value
 from . import builtins as catalogue
+from . import complex_numbers  # noqa: F401 - registers the complex functions in the catalogue
 from . import group_algorithms  # noqa: F401 - registers the group algorithms in the catalogue
 from . import kernel_api
 from .diagnostics import loc_of
@@ -207,6 +208,8 @@ class CallRules:
                 return self.accessor_method(base, name, node)
             if isinstance(t, T.VecType):
                 return self.vec_method(base, name, node)
+            if isinstance(t, T.NUMBER_TYPES):
+                return self.number_method(base, name, node)
         self.error(node.func, f"'{name}' is not a method of {describe(base) if not isinstance(base, Value) else 'a ' + type_name(base.type) + ' value'}")
 
     def _no_args(self, node, name, expected):

@@ -26,6 +26,7 @@ from .diagnostics import error_at
 from .expressions import ExpressionRules
 from .lowering import LoweringBase, stored_roots, type_name
 from .memory import MemoryRules
+from .complex_numbers import ComplexRules
 from .vectors import VecRules
 from .signature import (annotations_of, check_plain_params, check_reducers_bound,
                         defaults_of, ir_properties,
@@ -38,7 +39,7 @@ from .values import HANDLES, Lit, Obj, ReducerHandle, SpecPlaceholder, TupleVal
 
 
 class FunctionLowerer(StatementRules, ExpressionRules, MemoryRules, CallRules, VecRules,
-                      LoweringBase):
+                      ComplexRules, LoweringBase):
     """Lowers one Python function body into ``func.body``."""
 
     def lower_into(self, func: Function, slot_params: list[Param]) -> None:
@@ -73,7 +74,7 @@ def natural_type(fv) -> T.Type | None:
     if isinstance(fv, Lit):
         return default_type(fv.value)
     if isinstance(fv, Obj) and isinstance(fv.value, np.generic):
-        return T.scalar_from_dtype(fv.value.dtype)
+        return T.number_from_dtype(fv.value.dtype)
     if isinstance(fv, TupleVal):
         items = [natural_type(x) for x in fv.items]
         return None if None in items else T.TupleType(tuple(items))

@@ -15,10 +15,10 @@ import numpy as np
 from ..ir import types as T
 from ..ir.core import Region, Value
 from .diagnostics import unsupported
-from .lowering import type_name
+from .lowering import fv_type_name, type_name
 from .typing_rules import (CMP_PREDS, PY_CMPS, PY_OPS, binary_result, compare_operand_type,
                            default_type, literal_fits, weak_storage_type)
-from .values import Lit, Obj, TupleVal, Weak, is_weak, promo_type
+from .values import Lit, Obj, TupleVal, Weak, is_complex, is_weak, promo_type
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and",
@@ -53,7 +53,7 @@ class ExpressionRules:
 
     def expr_Constant(self, node):
         v = node.value
-        if isinstance(v, (bool, int, float)):
+        if isinstance(v, (bool, int, float, complex)):
             return Lit(v)
         if v is None:
             return Obj(None)
@@ -102,6 +102,8 @@ class ExpressionRules:
         for x in (a, b):
             if isinstance(x, Value) and isinstance(x.type, T.VecType):
                 return self._vec_binop(op, a, b, node)
+        if is_complex(a) or is_complex(b):
+            return self.complex_binop(op, a, b, node)
         if is_weak(a) and is_weak(b):
             return self._weak_binop(op, a, b, node)
         ty = self.promote(op, _weak(a), _weak(b), node)
@@ -133,7 +135,7 @@ class ExpressionRules:
         if isinstance(fv, Value) and isinstance(fv.type, T.IndexSpaceType) and fv.type.dims == 1:
             return self.coerce(fv, T.I64, node)
         if isinstance(fv, Lit) or isinstance(fv, Value) and isinstance(
-                fv.type, (T.ScalarType, T.VecType, T.PointerType)):
+                fv.type, (T.ScalarType, T.ComplexType, T.VecType, T.PointerType)):
             return fv
         what = type_name(fv.type) if isinstance(fv, Value) else "this"
         self.error(node, f"arithmetic on a {what} value is not supported in kernel code")
@@ -178,6 +180,8 @@ class ExpressionRules:
             if isinstance(v, Lit):
                 return Lit(not v.value)
             return self.value("not", [self.truth(v, node)], T.BOOL, node=node)
+        if isinstance(node.op, ast.Invert) and is_complex(v):
+            self.error(node, f"bad operand type for ~: {fv_type_name(v)}")
         if isinstance(v, Lit):
             return Lit({ast.USub: lambda x: -x, ast.UAdd: lambda x: +x,
                         ast.Invert: lambda x: ~x}[type(node.op)](v.value))
@@ -192,6 +196,8 @@ class ExpressionRules:
     # Comparisons and logic -------------------------------------------------------------
     def compare(self, pred: str, a, b, node):
         a, b = self.operand(a, node), self.operand(b, node)
+        if is_complex(a) or is_complex(b):
+            return self.complex_compare(pred, a, b, node)
         if isinstance(a, Lit) and isinstance(b, Lit):
             return Lit(PY_CMPS[pred](a.value, b.value))
         if any(isinstance(x, Value) and isinstance(x.type, T.VecType) for x in (a, b)):
@@ -315,7 +321,7 @@ class ExpressionRules:
         with self.region(other):
             self.emit("var.store", [self.coerce(b, ty, node.orelse)], attrs={"name": name}, node=node.orelse)
         v = self.value("var.load", [], ty, {"name": name}, node)
-        return Weak(v) if weak and ty in (T.I64, T.F64) else v
+        return Weak(v) if weak and ty in (T.I64, T.F64, T.C128) else v
 
     def _ifexp_type(self, a, a_type, b, node) -> T.Type:
         """At least one branch strong: the branches' NumPy promotion (a Python number
@@ -325,6 +331,6 @@ class ExpressionRules:
         b_type = b_type if b_type is not None else type(b.value)
         if a_type == b_type:
             return default_type(a_type(0)) if isinstance(a_type, type) else a_type
-        if all(isinstance(t, (T.ScalarType, type)) for t in (a_type, b_type)):
+        if all(isinstance(t, (*T.NUMBER_TYPES, type)) for t in (a_type, b_type)):
             return self.promote("add", a_type, b_type, node)
         self.error(node, f"the branches of a conditional expression have types {a_type} and {b_type}")

@@ -41,8 +41,8 @@ class Slot(Record):
 
 
 def type_name(t: T.Type) -> str:
-    """A type as users know it: NumPy names for scalars."""
-    if isinstance(t, T.ScalarType):
+    """A type as users know it: NumPy names for scalars and complex numbers."""
+    if isinstance(t, T.NUMBER_TYPES):
         return str(t.dtype)
     return str(t)
 
@@ -117,6 +117,9 @@ class LoweringBase:
 
     # Constants and conversions --------------------------------------------------------
     def const(self, py, ty: T.Type, node) -> Value:
+        if isinstance(ty, T.ComplexType):
+            data = np.array(py, dtype=ty.dtype).astype("<" + ty.dtype.str[1:]).tobytes()
+            return self.value("const", [], ty, {"value": data}, node)
         if isinstance(ty, T.ScalarType):
             py = bool(py) if ty.is_bool else int(py) if ty.is_int else float(py)
             return self.value("const", [], ty, {"value": py}, node)
@@ -137,7 +140,7 @@ class LoweringBase:
             ty = T.type_from_dtype(fv.value.dtype)
             return self.value("const", [], ty, {"value": fv.value.tobytes()}, node)
         if isinstance(fv, Obj) and isinstance(fv.value, np.generic):
-            return self.const(fv.value.item(), T.scalar_from_dtype(fv.value.dtype), node)
+            return self.const(fv.value.item(), T.number_from_dtype(fv.value.dtype), node)
         if isinstance(fv, TupleVal):
             items = [self.materialize(x, node) for x in fv.items]
             return self.value("tuple.make", items, T.TupleType(tuple(v.type for v in items)), node=node)
@@ -155,6 +158,11 @@ class LoweringBase:
             fv = fv.value
         if isinstance(fv, Obj) and isinstance(fv.value, (np.generic, np.void)):
             fv = self.materialize(fv, node)
+        if isinstance(fv, Lit) and isinstance(fv.value, complex) and not isinstance(ty, T.ComplexType):
+            self.error(node, f"cannot convert a Python complex {what} to {type_name(ty)}",
+                       "take its .real, .imag or abs() first")
+        if isinstance(fv, Lit) and isinstance(ty, T.ComplexType):
+            return self.const(fv.value, ty, node)
         if isinstance(fv, Lit) and isinstance(ty, (T.ScalarType, T.VecType)):
             elem = ty if isinstance(ty, T.ScalarType) else ty.elem
             if not literal_fits(fv.value, elem):
@@ -171,6 +179,12 @@ class LoweringBase:
             return self.cast(self.value("wi.global_id", [], T.I64, {"dim": 0}, node), ty, node)
         if isinstance(src, T.ScalarType) and isinstance(ty, T.ScalarType):
             return self.cast(fv, ty, node)
+        if isinstance(ty, T.ComplexType) and isinstance(src, T.NUMBER_TYPES):
+            return self.to_complex(fv, ty, node)
+        if isinstance(src, T.ComplexType):
+            self.error(node, f"cannot convert a {type_name(src)} {what} to {type_name(ty)}",
+                       "take its .real, .imag or abs() first" if isinstance(ty, T.ScalarType)
+                       else None)
         if isinstance(src, T.ScalarType) and isinstance(ty, T.VecType):
             return self.value("vec.make", [self.cast(fv, ty.elem, node)], ty, node=node)
         if isinstance(src, T.TupleType) and isinstance(ty, (T.StructType, T.ArrayType, T.VecType)):
@@ -194,6 +208,20 @@ class LoweringBase:
         vals = [self.coerce(x, e, node, what) for x, e in zip(items, elems)]
         return self.value(op, vals, ty, node=node)
 
+    def to_complex(self, v: Value, ty: T.ComplexType, node) -> Value:
+        """A real or complex value as complex type ``ty`` (part by part, like NumPy)."""
+        if isinstance(v.type, T.ComplexType):
+            re, im = self.complex_parts(v, node)
+        else:
+            re, im = v, self.const(0.0, ty.elem, node)
+        re, im = self.cast(re, ty.elem, node), self.cast(im, ty.elem, node)
+        return self.value("complex.make", [re, im], ty, node=node)
+
+    def complex_parts(self, z: Value, node) -> tuple[Value, Value]:
+        elem = z.type.elem
+        return (self.value("complex.real", [z], elem, node=node),
+                self.value("complex.imag", [z], elem, node=node))
+
     def truth(self, fv, node) -> Value:
         """``bool(x)`` for conditions: numbers compare with zero, as Python does."""
         if isinstance(fv, Lit):
@@ -201,6 +229,11 @@ class LoweringBase:
         v = self.materialize(fv, node)
         if v.type == T.BOOL:
             return v
+        if isinstance(v.type, T.ComplexType):
+            zero = self.const(0.0, v.type.elem, node)
+            re, im = (self.value("cmp", [x, zero], T.BOOL, {"pred": "ne"}, node)
+                      for x in self.complex_parts(v, node))
+            return self.value("or", [re, im], T.BOOL, node=node)
         if not isinstance(v.type, T.ScalarType):
             self.error(node, f"a {type_name(v.type)} value cannot be used as a condition")
         zero = self.const(0, v.type, node)
@@ -244,7 +277,7 @@ class LoweringBase:
                 v = self.materialize(fv, node)
                 slot = self.declare_slot(name, v.type, node)
         elif slot.weak and not slot.loop and not is_weak(fv) and isinstance(
-                self._scalar_type(fv), T.ScalarType):
+                self._scalar_type(fv), T.NUMBER_TYPES):
             # First pass: remember the strong type; the compiler lowers the function again
             # with the local typed (``weak_local_types``).
             self.weak_strong.setdefault(name, []).append(
@@ -256,17 +289,17 @@ class LoweringBase:
         self.emit("var.store", [v], attrs={"name": name}, node=node)
 
     def weak_storage(self, fv, node) -> Value:
-        """A Python number as a run-time value: int64 or float64."""
+        """A Python number as a run-time value: int64, float64 or complex128."""
         if isinstance(fv, Lit):
             return self.materialize(fv, node)
-        return self.cast(fv.value, T.I64 if fv.py_type is int else T.F64, node)
+        return self.coerce(fv.value, default_type(fv.py_type(0)), node)
 
     @staticmethod
     def _scalar_type(fv):
         if isinstance(fv, Value):
             return fv.type
         if isinstance(fv, Obj) and isinstance(fv.value, np.generic):
-            return T.scalar_from_dtype(fv.value.dtype)
+            return T.number_from_dtype(fv.value.dtype)
         return None
 
     def weak_local_types(self) -> dict[str, tuple[T.Type, int]]:
@@ -275,7 +308,8 @@ class LoweringBase:
         usual case: ``acc = 0.0`` then ``acc += x_f32`` gives float32)."""
         out = {}
         for name, assigned in self.weak_strong.items():
-            ty = int if self.slots[name].type.is_int else float
+            st = self.slots[name].type
+            ty = complex if isinstance(st, T.ComplexType) else int if st.is_int else float
             for t, _line in assigned:
                 try:
                     ty = binary_result("add", ty, t)
@@ -289,14 +323,17 @@ class LoweringBase:
         if isinstance(fv, (Lit, Weak)):
             st = slot.type
             pv = fv.value if isinstance(fv, Lit) else fv.py_type(0)
-            ok = isinstance(st, T.ScalarType) and (
-                (isinstance(pv, bool) and st.is_bool)
-                or (isinstance(pv, int) and not isinstance(pv, bool) and not st.is_bool)
-                or (isinstance(pv, float) and st.is_float))
+            # A Python number converts to a local of its kind or a wider one (an int to
+            # a float, a float to a complex number), not to a narrower one.
+            ok = isinstance(st, T.ComplexType) and not isinstance(pv, bool) or \
+                isinstance(st, T.ScalarType) and (
+                    (isinstance(pv, bool) and st.is_bool)
+                    or (isinstance(pv, int) and not isinstance(pv, bool) and not st.is_bool)
+                    or (isinstance(pv, float) and st.is_float))
         elif isinstance(fv, Value):
             ok = fv.type == slot.type
         elif isinstance(fv, Obj) and isinstance(fv.value, np.generic):
-            ok = T.scalar_from_dtype(fv.value.dtype) == slot.type
+            ok = T.number_from_dtype(fv.value.dtype) == slot.type
         if not ok:
             self.error(node, f"cannot assign a {fv_type_name(fv)} value to local variable '{name}', "
                        f"which has type {type_name(slot.type)} (set on line {slot.line})",

@@ -35,7 +35,10 @@ class MemoryRules:
         if isinstance(node, ast.Name):
             return self._table_place(self._name_place(node), node)
         if isinstance(node, ast.Attribute):
-            return self._table_place(self._attribute(strong(self.place(node.value, write)), node), node)
+            base = self.place(node.value, write)
+            if node.attr in ("real", "imag") and isinstance(base, (Lit, Weak)):
+                return self._number_part(base, node)
+            return self._table_place(self._attribute(strong(base), node), node)
         if isinstance(node, ast.Subscript):
             return self._subscript(strong(self.place(node.value, write)), node)
         return self.wexpr(node)
@@ -96,11 +99,21 @@ class MemoryRules:
             return self.value("struct.get", [base], field.type, {"field": attr}, node)
         if isinstance(base, Value) and isinstance(base.type, T.VecType):
             return self.vec_attribute(base, attr, node)
+        if isinstance(base, Value) and isinstance(base.type, T.NUMBER_TYPES):
+            return self.number_attribute(base, attr, node)
         if isinstance(base, Obj):
             return self._py_attribute(base.value, node)
         what = type_name(base.type) if isinstance(base, Value) else type(base).__name__
         self.error(node, f"'{attr}' of a {what} value is not supported here",
                    "methods must be called, e.g. it.get_id(0)")
+
+    def _number_part(self, base, node):
+        """``.real``/``.imag`` of a Python number: a Python number again."""
+        if isinstance(base, Lit):
+            if isinstance(base.value, bool):   # True.real is the int 1
+                return Lit(int(getattr(base.value, node.attr)))
+            return Lit(getattr(base.value, node.attr))
+        return Weak(self.number_attribute(base.value, node.attr, node))
 
     def _field(self, st: T.StructType, attr, node) -> T.StructField:
         try:
@@ -155,7 +168,7 @@ class MemoryRules:
         elem = table.pointee.elem
         ptr = self.value("ptr.elem", [table.value, i], T.PointerType(elem, "constant"), node=node)
         place = Ptr(ptr, name)
-        if weak and isinstance(elem, T.ScalarType):
+        if weak and isinstance(elem, T.NUMBER_TYPES):
             return Weak(self.read(place, node))
         return place
 
@@ -271,7 +284,7 @@ def _tuple_array(tv: TupleVal) -> np.ndarray | None:
         arr = np.array(values)
     except (ValueError, OverflowError):
         return None
-    return arr if arr.dtype.kind in "biuf" and arr.size else None
+    return arr if arr.dtype.kind in "biufc" and arr.size else None
 
 
 def _all_python_numbers(tv: TupleVal) -> bool:

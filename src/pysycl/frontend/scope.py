@@ -25,7 +25,7 @@ from .values import HostTable, Lit, Obj, TupleVal
 
 #: The largest host array frozen into an image (device constant memory is 64 KiB).
 MAX_TABLE_BYTES = 64 * 1024
-_TABLE_KINDS = "biuf"   # bool, signed and unsigned integers, floats
+_TABLE_KINDS = "biufc"   # bool, signed and unsigned integers, floats, complex numbers
 _MUTABLE = (np.ndarray, list, dict, set, bytearray, memoryview)
 
 
@@ -34,7 +34,7 @@ def classify_value(value, src: Source | None, node: ast.AST | None, name: str = 
     ``Obj`` and become typed constants where they are used)."""
     if isinstance(value, np.generic):
         return Obj(value)  # typed constant (np.float32(2.0)), emitted where used
-    if isinstance(value, (bool, int, float)) and not isinstance(value, enum.Enum):
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, enum.Enum):
         return Lit(value)
     if isinstance(value, tuple):
         return TupleVal(tuple(classify_value(v, src, node, name) for v in value))
@@ -49,8 +49,6 @@ def classify_value(value, src: Source | None, node: ast.AST | None, name: str = 
                  "are frozen into kernels",
                  "use a tuple or np.array(...) for constant data; pass it as a kernel "
                  "argument (an accessor or USM pointer) or use a sycl.specialization_id")
-    if isinstance(value, complex):
-        error_at(src, node, f"complex values ('{name}') are not supported in kernel code")
     if isinstance(value, str):
         error_at(src, node, f"strings ('{name}') cannot be used as values in kernel code")
     return Obj(value)
@@ -72,12 +70,12 @@ def host_table(arr: np.ndarray, src: Source | None, node: ast.AST | None, name: 
         return Obj(arr[()])
     dt = arr.dtype
     try:
-        elem = T.scalar_from_dtype(dt.newbyteorder("=")) if dt.kind in _TABLE_KINDS else None
+        elem = T.number_from_dtype(dt.newbyteorder("=")) if dt.kind in _TABLE_KINDS else None
     except TypeError:
         elem = None
     if elem is None:
         error_at(src, node, f"kernel code cannot read the NumPy array '{name}' of dtype "
-                 f"{dt}: only arrays of numbers (bool, int, uint, float) are frozen into "
+                 f"{dt}: only arrays of numbers (bool, int, uint, float, complex) are frozen into "
                  "kernels as constant tables",
                  "pass it as a kernel argument (an accessor or USM pointer)")
     if arr.nbytes > MAX_TABLE_BYTES or arr.size == 0:

@@ -15,10 +15,12 @@ import numpy as np
 
 from ..ir.ops import MATH_FUNCTIONS
 
-# Functions of the kernel language beyond the IR's math ops (built from them).
+# Functions of the kernel language beyond the IR's math ops (built from them), and the
+# functions of complex numbers (SYCL's sycl::ext::oneapi::experimental::complex).
 EXTRA = ("ldexp", "degrees", "radians", "sign", "modf", "sincos", "fract", "frexp",
          "lgamma_r", "remquo", "signbit")
-__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, "native", "half_precision"])
+COMPLEX_EXTRA = ("conj", "real", "imag", "arg", "norm", "polar")
+__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, "native", "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
 # None: NumPy's function of that name means something else (np.remainder is the floored
@@ -154,6 +156,40 @@ def remquo(x, y):
     """sycl.math.remquo: ``(remainder(x, y), quo)``, ``quo`` the 3 low bits of the
     rounded quotient with the sign of x / y (int32)."""
     return _pair(_remquo, x, y)
+
+
+def conj(z):
+    """sycl.math.conj: the complex conjugate (a real number is its own, as ``np.conj``)."""
+    return np.conj(z)
+
+
+def real(z):
+    """sycl.math.real: the real part, as ``np.real``."""
+    return np.real(z)
+
+
+def imag(z):
+    """sycl.math.imag: the imaginary part (0 for a real number), as ``np.imag``."""
+    return np.imag(z)
+
+
+def arg(z):
+    """sycl.math.arg: the phase ``atan2(z.imag, z.real)``, as ``np.angle``."""
+    return np.angle(z)
+
+
+def norm(z):
+    """sycl.math.norm: ``z.real**2 + z.imag**2`` (SYCL's complex ``norm``, not ``abs``)."""
+    return np.real(z) * np.real(z) + np.imag(z) * np.imag(z)
+
+
+def polar(rho, theta=0):
+    """sycl.math.polar: the complex number of modulus ``rho`` and phase ``theta``.
+
+    >>> complex(polar(2.0, 0.0))
+    (2+0j)
+    """
+    return rho * np.cos(theta) + 1j * (rho * np.sin(theta))
 
 
 class _Relaxed:

@@ -88,39 +88,41 @@ PY_CMPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operat
 WeakOrType = "T.ScalarType | type"
 
 
-def default_type(value) -> T.ScalarType:
+def default_type(value) -> T.ScalarType | T.ComplexType:
     """The type a weak literal gets when nothing narrows it (``1`` is
-    int64, ``1.0`` float64)."""
+    int64, ``1.0`` float64, ``1j`` complex128)."""
     if isinstance(value, bool):
         return T.BOOL
     if isinstance(value, int):
         return T.I64
+    if isinstance(value, complex):
+        return T.C128
     return T.F64
 
 
 def weak_storage_type(fv):
     """For an operation among Python numbers: a literal stays weak, a run-time Python
-    number (``values.Weak``) counts as its int64/float64 representation."""
+    number (``values.Weak``) counts as its int64/float64/complex128 representation."""
     if hasattr(fv, "py_type"):
-        return T.I64 if fv.py_type is int else T.F64
+        return default_type(fv.py_type(0))
     return type(fv.value)
 
 
 def _np(t):
-    return t.dtype if isinstance(t, T.ScalarType) else t
+    return t.dtype if isinstance(t, T.NUMBER_TYPES) else t
 
 
 @functools.lru_cache(maxsize=None)
-def binary_result(op: str, a, b) -> T.ScalarType:
-    """Result type of IR op ``op`` on scalar types or weak Python types; ``TypeError`` if
-    NumPy has no loop for it (``float & int``)."""
-    if not isinstance(a, T.ScalarType) and not isinstance(b, T.ScalarType):
+def binary_result(op: str, a, b) -> T.ScalarType | T.ComplexType:
+    """Result type of IR op ``op`` on number types or weak Python types; ``TypeError`` if
+    NumPy has no loop for it (``float & int``, ``complex // int``)."""
+    if not isinstance(a, T.NUMBER_TYPES) and not isinstance(b, T.NUMBER_TYPES):
         a = default_type(a(0))  # both weak: only reached for non-foldable uses
     try:
         dts = UFUNCS[op].resolve_dtypes((_np(a), _np(b), None))
     except (TypeError, np.exceptions.DTypePromotionError) as e:
         raise TypeError(str(e)) from None
-    return T.scalar_from_dtype(dts[2])
+    return T.number_from_dtype(dts[2])
 
 
 @functools.lru_cache(maxsize=None)
@@ -148,6 +150,20 @@ def math_result(types: list) -> T.ScalarType:
         if not isinstance(t, T.ScalarType):
             common = binary_result("add", common, t)
     return common if common.is_float else T.F64
+
+
+def complex_result(types: list) -> T.ComplexType:
+    """Complex type of a complex math function (``np.exp(z)``, ``cmath.sqrt(x)``): the
+    complex type of the float its parts compute in (``math_result``; complex64 for
+    float32 and float16 arguments, complex128 for float64, integers and Python numbers).
+
+    >>> complex_result([T.F32]), complex_result([complex])
+    (ComplexType(elem=ScalarType(name='f32')), ComplexType(elem=ScalarType(name='f64')))
+    """
+    parts = [t.elem if isinstance(t, T.ComplexType) else float if t is complex else t
+             for t in types]
+    real = math_result(parts)
+    return T.ComplexType(T.F32 if real in (T.F16, T.F32) else T.F64)
 
 
 def literal_fits(value, t: T.ScalarType) -> bool:

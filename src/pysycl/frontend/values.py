@@ -2,8 +2,9 @@
 
 An expression is one of:
 - an ``ir.Value`` (a typed run-time value);
-- :class:`Lit`: a Python ``int``/``float``/``bool`` literal or frozen global. It stays a
-  *weak* type (NEP 50) until an operation meets a typed value, so ``f32 + 1`` is f32;
+- :class:`Lit`: a Python ``int``/``float``/``complex``/``bool`` literal or frozen global.
+  It stays a *weak* type (NEP 50) until an operation meets a typed value, so ``f32 + 1``
+  is f32 and ``f32 * 1j`` complex64;
 - :class:`Weak`: a run-time value that holds a *Python* number (a ``range`` loop
   variable, ``n = 3``, ``k + 1``, ``int(x)``...): typed storage, weak promotion (below);
 - :class:`TupleVal`: a tuple display, kept element-wise so index tuples and
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Union
 
+import numpy as np
+
 from .._records import FrozenValue as _FrozenValue
 from ..ir import types as T
 from ..ir.core import Value
@@ -32,16 +35,16 @@ _set = object.__setattr__
 
 class Lit(_FrozenValue):
     __slots__ = _fields = ("value",)
-    value: int | float | bool
+    value: int | float | complex | bool
 
     def __init__(self, value):
         _set(self, "value", value)
 
 
 class Weak(_FrozenValue):
-    """A run-time value standing for a Python ``int``/``float`` (NEP 50 *weak*).
+    """A run-time value standing for a Python ``int``/``float``/``complex`` (NEP 50 *weak*).
 
-    ``value`` is the storage: int64 / float64, or the ``range`` type of a loop variable
+    ``value`` is the storage: int64 / float64 / complex128, or the ``range`` type of a loop variable
     (``for k in range(n)`` with an int32 ``n`` counts in int32). In an operation with a
     strong (NumPy-typed) value it converts to that value's type like a literal does
     (``f32 * k`` is float32, ``i32 + k`` int32); operations among weak values compute in
@@ -57,7 +60,10 @@ class Weak(_FrozenValue):
 
     @property
     def py_type(self) -> type:
-        return float if self.value.type.is_float else int
+        t = self.value.type
+        if isinstance(t, T.ComplexType):
+            return complex
+        return float if t.is_float else int
 
 
 class Obj(_FrozenValue):
@@ -191,6 +197,16 @@ def type_of(fv) -> T.Type | None:
 
 def is_scalar(fv) -> bool:
     return isinstance(fv, Lit) or isinstance(type_of(fv), T.ScalarType)
+
+
+def is_complex(fv) -> bool:
+    """A complex number: a Python ``complex`` (literal or :class:`Weak`), a NumPy complex
+    constant, or a run-time complex64/complex128 value."""
+    if isinstance(fv, Lit):
+        return isinstance(fv.value, complex)
+    if isinstance(fv, Obj):
+        return isinstance(fv.value, np.complexfloating)
+    return isinstance(type_of(fv), T.ComplexType)
 
 
 def is_weak(fv) -> bool:

@@ -94,6 +94,23 @@ _PAIR_DOCS = {"frexp": "(mantissa in [0.5, 1) or 0, exponent); non-finite x give
 for _n, _k in MATH_PAIRS.items():
     _op(f"math.{_n}", _k, 0, "value", [], f"{_n}: {_PAIR_DOCS[_n]}.")
 
+# Complex numbers (NumPy's complex64/complex128: types c64/c128). add, sub, neg and
+# select take complex operands too (part by part); the ops below are the rest. -----
+_op("complex.make", 2, 0, "value", [], "The complex number operand 0 + operand 1 * 1j "
+    "from two floats of its part type.")
+for _n in ("real", "imag"):
+    _op(f"complex.{_n}", 1, 0, "value", [], f"The {_n} part of a complex number (a float).")
+_op("complex.mul", 2, 0, "value", [], "a * b of complex numbers (NumPy's formula).")
+_op("complex.div", 2, 0, "value", [],
+    "a / b of complex numbers by Smith's scaled algorithm (no overflow for large |b|), "
+    "as NumPy divides.")
+_op("complex.abs", 1, 0, "value", [], "|z| as hypot(re, im) (a float; no overflow).")
+_op("complex.arg", 1, 0, "value", [], "The phase of z, atan2(im, re) (a float).")
+COMPLEX_FUNCTIONS = ("exp", "log", "sqrt")
+for _n in COMPLEX_FUNCTIONS:
+    _op(f"complex.{_n}", 1, 0, "value", [],
+        f"Complex {_n} with C99's branch cuts and special values (NumPy's np.{_n}).")
+
 # Aggregates ----------------------------------------------------------------------
 _op("struct.make", None, 0, "value", [], "Build a struct value from its fields in order.")
 _op("struct.get", 1, 0, "value", ["field"], "Read a field of a struct value.")

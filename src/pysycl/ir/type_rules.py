@@ -19,13 +19,15 @@ from typing import Callable
 import numpy as np
 
 from .core import Module, Op
-from .ops import MATH_FUNCTIONS, MATH_PAIRS, MATH_PREDICATES
-from .types import (BOOL, I32, I64, AccessorType, ArrayType, LocalAccessorType, PointerType,
-                    ScalarType, StructType, TupleType, Type, VecType)
+from .ops import COMPLEX_FUNCTIONS, MATH_FUNCTIONS, MATH_PAIRS, MATH_PREDICATES
+from .types import (BOOL, I32, I64, AccessorType, ArrayType, ComplexType, LocalAccessorType,
+                    PointerType, ScalarType, StructType, TupleType, Type, VecType)
 
 Rule = Callable[[Op, Module], "str | None"]
 RULES: dict[str, Rule] = {}
 
+#: Ops that act on complex numbers part by part (the other arithmetic has complex.* ops).
+PARTWISE = ("add", "sub", "neg")
 BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or",
           "xor", "shl", "shr")
 UNARY = ("neg", "not", "abs")
@@ -91,9 +93,51 @@ def _const(op: Op, m: Module) -> str | None:
 
 @_rule(*BINARY, *UNARY)
 def _arith(op: Op, m: Module) -> str | None:
-    if not isinstance(op.type, (ScalarType, VecType)):
+    if isinstance(op.type, ComplexType) and op.name not in PARTWISE:
+        return f"{op.name} of complex numbers is an op of its own (complex.*)"
+    if not isinstance(op.type, (ScalarType, VecType, ComplexType)):
         return f"arithmetic on non-scalar type {op.type}"
     return _same_as_result(op, range(len(op.operands)))
+
+
+def _complex_operands(op: Op) -> ComplexType | str:
+    t = op.operands[0].type
+    if not isinstance(t, ComplexType):
+        return f"operand 0 has type {t}, expected a complex type"
+    for i, v in enumerate(op.operands[1:], 1):
+        if v.type != t:
+            return f"operand {i} has type {v.type}, expected {t}"
+    return t
+
+
+@_rule("complex.make")
+def _complex_make(op: Op, m: Module) -> str | None:
+    if not isinstance(op.type, ComplexType):
+        return f"result type {op.type} is not complex"
+    return _parts_of(op, range(2))
+
+
+def _parts_of(op: Op, operands) -> str | None:
+    for i in operands:
+        if op.operands[i].type != op.type.elem:
+            return f"operand {i} has type {op.operands[i].type}, expected {op.type.elem}"
+    return None
+
+
+@_rule("complex.real", "complex.imag", "complex.abs", "complex.arg")
+def _complex_part(op: Op, m: Module) -> str | None:
+    t = _complex_operands(op)
+    if isinstance(t, str):
+        return t
+    return None if op.type == t.elem else f"result type {op.type}, expected {t.elem}"
+
+
+@_rule("complex.mul", "complex.div", *(f"complex.{n}" for n in COMPLEX_FUNCTIONS))
+def _complex_arith(op: Op, m: Module) -> str | None:
+    t = _complex_operands(op)
+    if isinstance(t, str):
+        return t
+    return None if op.type == t else f"result type {op.type}, expected {t}"
 
 
 @_rule("cmp")
@@ -103,6 +147,8 @@ def _cmp(op: Op, m: Module) -> str | None:
         return f"unknown predicate {op.attrs['pred']!r}"
     if a.type != b.type:
         return f"operands have different types {a.type} and {b.type}"
+    if isinstance(a.type, ComplexType):
+        return "complex numbers are compared part by part (complex.real, complex.imag)"
     return None if _bool_like(op.type) else f"cmp gives bool, not {op.type}"
 
 

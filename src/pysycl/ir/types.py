@@ -120,6 +120,46 @@ class ScalarType(Type):
         return 1 if self.is_bool else self.size * 8
 
 
+class ComplexType(Type):
+    """A complex number of two ``elem`` floats (real, imaginary), NumPy's ``complex64``
+    (f32) and ``complex128`` (f64), printed as NumPy's short names ``c64``/``c128``.
+    C++ ``std::complex<T>`` layout: two T, aligned as T."""
+
+    __slots__ = _fields = ("elem",)
+    elem: ScalarType
+
+    def __init__(self, elem: ScalarType):
+        _set(self, "elem", elem)
+        if elem.name not in ("f32", "f64"):
+            raise ValueError(f"no complex type of {elem}")
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return self.elem == other.elem
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(("complex", self.elem))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(elem={self.elem!r})"
+
+    def __str__(self) -> str:
+        return f"c{self.elem.size * 16}"
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.complex64 if self.elem.size == 4 else np.complex128)
+
+    @property
+    def size(self) -> int:
+        return 2 * self.elem.size
+
+    @property
+    def align(self) -> int:
+        return self.elem.size
+
+
 class _ElementsType(Type):
     """``n`` elements of one type (vectors and arrays): equality and hash written out,
     types are compared and hashed all through the compiler."""
@@ -334,6 +374,10 @@ I8, I16, I32, I64 = (ScalarType(n) for n in ("i8", "i16", "i32", "i64"))
 U8, U16, U32, U64 = (ScalarType(n) for n in ("u8", "u16", "u32", "u64"))
 F16, F32, F64 = (ScalarType(n) for n in ("f16", "f32", "f64"))
 SCALARS = {n: ScalarType(n) for n in _SCALAR_DTYPES}
+C64, C128 = ComplexType(F32), ComplexType(F64)
+COMPLEX = {"c64": C64, "c128": C128}
+#: The types of numbers: what arithmetic, math functions and NumPy promotion act on.
+NUMBER_TYPES = (ScalarType, ComplexType)
 INDEX_KINDS = ("id", "range", "item", "nd_item", "group", "sub_group", "kernel_handler")
 
 
@@ -343,6 +387,20 @@ def scalar_from_dtype(dtype) -> ScalarType:
         if np.dtype(t) == dt:
             return SCALARS[name]
     raise TypeError(f"no scalar IR type for dtype {dt}")
+
+
+def number_from_dtype(dtype) -> ScalarType | ComplexType:
+    """The scalar or complex IR type of a NumPy number dtype (``TypeError`` otherwise).
+
+    >>> number_from_dtype(np.complex64)
+    ComplexType(elem=ScalarType(name='f32'))
+    """
+    dt = np.dtype(dtype)
+    if dt == np.complex64:
+        return C64
+    if dt == np.complex128:
+        return C128
+    return scalar_from_dtype(dt)
 
 
 def type_from_dtype(dtype, name: str | None = None) -> Type:
@@ -365,7 +423,7 @@ def type_from_dtype(dtype, name: str | None = None) -> Type:
         align = max([1] + [f.type.align for f in fields])
         align = max(align, dt.alignment, int((dt.metadata or {}).get("pysycl_align", 1)))
         return StructType(name or _struct_name(dt), tuple(fields), dt.itemsize, align)
-    return scalar_from_dtype(dt)
+    return number_from_dtype(dt)
 
 
 def _struct_name(dt: np.dtype) -> str:
@@ -375,7 +433,7 @@ def _struct_name(dt: np.dtype) -> str:
 
 def dtype_of(t: Type) -> np.dtype:
     """The NumPy dtype with the same layout as ``t`` (inverse of :func:`type_from_dtype`)."""
-    if isinstance(t, ScalarType):
+    if isinstance(t, (ScalarType, ComplexType)):
         return t.dtype
     if isinstance(t, VecType):
         return np.dtype((t.elem.dtype, (4 if t.n == 3 else t.n,)))
@@ -463,6 +521,8 @@ def _parse(lx: _TypeLexer) -> Type:
         return VOID
     if w in SCALARS:
         return SCALARS[w]
+    if w in COMPLEX:
+        return COMPLEX[w]
     if w == "struct":
         return _parse_struct(lx)
     if w == "vec":
@@ -518,6 +578,9 @@ def leaves(t: Type, base: int = 0) -> Iterator[tuple[ScalarType, int]]:
     """Scalar leaves of a composite, depth-first, with their byte offsets."""
     if isinstance(t, ScalarType):
         yield t, base
+    elif isinstance(t, ComplexType):   # std::complex: a struct {re, im}
+        yield t.elem, base
+        yield t.elem, base + t.elem.size
     elif isinstance(t, VecType):
         for i in range(t.n):
             yield t.elem, base + i * t.elem.size
