@@ -79,51 +79,93 @@ class ComplexRules:
         return self.value("and" if pred == "eq" else "or", same, T.BOOL, node=node)
 
     def complex_power(self, a, b, ty: T.ComplexType, node) -> Value:
-        """NumPy's ``npy_cpow``: an integer exponent below 100 in size given as a
-        constant is repeated multiplication (exact like NumPy's), any other
-        ``exp(b * log(a))`` (the C library's ``cpow``, which NumPy calls), with
-        ``a ** 0 = 1`` and ``0 ** b`` = 0 (``b.real > 0``) or NaN."""
+        """NumPy's ``npy_cpow``: ``a ** 0`` is 1; ``0 ** b`` is 0 for ``b.real > 0``, else
+        NaN; a whole exponent below 100 in size is repeated multiplication (a constant
+        one unrolled, one known at run time through selects over its bits), any other
+        ``exp(b * log(a))`` (the C library's ``cpow``, which NumPy calls)."""
         base = self.coerce(a, ty, node)
         n = _small_integer(b)
         if n is not None:
             return self._integer_power(base, n, node)
         e = self.coerce(b, ty, node)
-        power = self.complex_function("exp", self.value(
-            "complex.mul", [e, self.complex_function("log", base, node)], ty, node=node), node)
-        zero = self.const(0, ty.elem, node)
         er, ei = self.complex_parts(e, node)
+        log = self.complex_function("log", base, node)
+        power = self.complex_function("exp", self._mul(e, log, node), node)
+        whole, r = self._run_time_integer_power(base, er, ei, node)
+        power = self._select(whole, r, power, node)
         zero_base = self.complex_compare("eq", base, self.const(0, ty, node), node)
-        positive = self.value("cmp", [er, zero], T.BOOL, {"pred": "gt"}, node)
-        of_zero = self.value("select", [positive, self.const(0, ty, node),
-                                        self.const(complex(np.nan, np.nan), ty, node)],
-                             ty, node=node)
-        power = self.value("select", [zero_base, of_zero, power], ty, node=node)
+        positive = self._cmp("gt", er, self.const(0, ty.elem, node), node)
+        of_zero = self._select(positive, self.const(0, ty, node), self._nan(ty, node), node)
+        power = self._select(zero_base, of_zero, power, node)
         zero_exp = self.complex_compare("eq", e, self.const(0, ty, node), node)
-        return self.value("select", [zero_exp, self.const(1, ty, node), power], ty, node=node)
+        return self._select(zero_exp, self.const(1, ty, node), power, node)
 
     def _integer_power(self, z: Value, n: int, node) -> Value:
+        """``z ** n`` for a constant ``n`` (|n| < 100), multiplication for
+        multiplication as NumPy's loop does it."""
         ty = z.type
-
-        def mul(x, y):
-            return self.value("complex.mul", [x, y], ty, node=node)
         if n == 0:
             return self.const(1, ty, node)
         if 1 <= n <= 3:   # NumPy unrolls these (better with infinities)
-            return z if n == 1 else mul(z, z) if n == 2 else mul(z, mul(z, z))
+            return z if n == 1 else self._mul(z, z, node) if n == 2 else \
+                self._mul(z, self._mul(z, z, node), node)
         acc, p, k, mask = self.const(1, ty, node), z, abs(n), 1
         while True:
             if k & mask:
-                acc = mul(acc, p)
+                acc = self._mul(acc, p, node)
             mask <<= 1
             if k < mask:
                 break
-            p = mul(p, p)
+            p = self._mul(p, p, node)
         if n > 0:
             return acc
-        inverse = self.value("complex.div", [self.const(1, ty, node), acc], ty, node=node)
         zero = self.complex_compare("eq", z, self.const(0, ty, node), node)
-        nan = self.const(complex(np.nan, np.nan), ty, node)
-        return self.value("select", [zero, nan, inverse], ty, node=node)
+        return self._select(zero, self._nan(ty, node), self._reciprocal(acc, node), node)
+
+    def _run_time_integer_power(self, z: Value, er: Value, ei: Value, node):
+        """(whether the exponent ``er + ei*1j`` is a whole number below 100 in size,
+        ``z`` to that power): NumPy's loop over the exponent's bits as selects."""
+        ty, f = z.type, z.type.elem
+        zero = self.const(0, f, node)
+        whole = self.value("and", [
+            self._cmp("eq", ei, zero, node),
+            self.value("and", [
+                self._cmp("eq", er, self.value("math.trunc", [er], f, node=node), node),
+                self._cmp("lt", self.value("math.fabs", [er], f, node=node),
+                          self.const(_INT_POWER_LIMIT, f, node), node)], T.BOOL, node=node)],
+            T.BOOL, node=node)
+        # The exponent as an int64 (0 where it is not whole: no out-of-range conversion).
+        n = self.value("cast", [self.value("math.fabs", [self._select(whole, er, zero, node)],
+                                           f, node=node)], T.I64, node=node)
+        acc, p, square = self.const(1, ty, node), z, None
+        for bit in range(_INT_POWER_LIMIT.bit_length()):
+            is_set = self._cmp("ne", self.value("and", [n, self.const(1 << bit, T.I64, node)],
+                                                 T.I64, node=node), self.const(0, T.I64, node),
+                               node)
+            acc = self._select(is_set, self._mul(acc, p, node), acc, node)
+            p = self._mul(p, p, node)
+            square = square or p
+        # NumPy unrolls the positive exponents 1, 2 and 3 (better with infinities).
+        for k, unrolled in ((3, self._mul(z, square, node)), (2, square), (1, z)):
+            exponent_is_k = self._cmp("eq", er, self.const(k, f, node), node)
+            acc = self._select(exponent_is_k, unrolled, acc, node)
+        negative = self._cmp("lt", er, zero, node)
+        return whole, self._select(negative, self._reciprocal(acc, node), acc, node)
+
+    def _mul(self, x: Value, y: Value, node) -> Value:
+        return self.value("complex.mul", [x, y], x.type, node=node)
+
+    def _reciprocal(self, z: Value, node) -> Value:
+        return self.value("complex.div", [self.const(1, z.type, node), z], z.type, node=node)
+
+    def _select(self, cond: Value, x: Value, y: Value, node) -> Value:
+        return self.value("select", [cond, x, y], x.type, node=node)
+
+    def _cmp(self, pred: str, x: Value, y: Value, node) -> Value:
+        return self.value("cmp", [x, y], T.BOOL, {"pred": pred}, node)
+
+    def _nan(self, ty: T.ComplexType, node) -> Value:
+        return self.const(complex(np.nan, np.nan), ty, node)
 
     # Attributes and methods -------------------------------------------------------------
     def number_attribute(self, v: Value, attr: str, node):
@@ -133,7 +175,7 @@ class ComplexRules:
             self.error(node, f"'{attr}' is not an attribute of a {type_name(v.type)} value",
                        "numbers have .real, .imag and .conjugate()")
         if isinstance(v.type, T.ComplexType):
-            return self.complex_parts(v, node)[attr == "imag"]
+            return self.value(f"complex.{attr}", [v], v.type.elem, node=node)
         return v if attr == "real" else self.const(0, v.type, node)
 
     def number_method(self, v: Value, name: str, node):
