@@ -531,8 +531,8 @@ def _atomic_ref(lw, node, template=None):
     if place.readonly:
         lw.error(node.args[0], f"cannot use atomic_ref on read_only accessor '{place.readonly}'")
     if place.pointee not in ATOMIC_TYPES:
-        lw.error(node, f"atomic_ref does not support {place.pointee}; use int32, int64, uint32, "
-                 "uint64, float32 or float64")
+        lw.error(node, f"atomic_ref does not support {type_name(place.pointee)}; use int32, "
+                 "int64, uint32, uint64, float32 or float64")
     if template is not None:
         return _templated(lw, node, place, template)
     order = _enum_attr(lw, kw.get("order"), memory_order, node, memory_order.relaxed)

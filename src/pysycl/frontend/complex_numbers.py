@@ -182,11 +182,14 @@ class ComplexRules:
         if name != "conjugate" or node.args or node.keywords:
             self.error(node.func, f"'{name}' is not a method of a {type_name(v.type)} value "
                        "with these arguments", "numbers have .conjugate()")
-        return self.conjugate(v, node)
+        return self.conjugate(v, node) if isinstance(v.type, T.ComplexType) else v
 
     def conjugate(self, v: Value, node) -> Value:
+        """``np.conj(v)``: a real number is its own conjugate, in the type NumPy's
+        ``conjugate`` gives it (a bool becomes int8; the scalar method keeps it)."""
         if not isinstance(v.type, T.ComplexType):
-            return v
+            out = np.conjugate.resolve_dtypes((v.type.dtype, None))[1]
+            return self.cast(v, T.number_from_dtype(out), node)
         re, im = self.complex_parts(v, node)
         return self.value("complex.make", [re, self.value("neg", [im], im.type, node=node)],
                           v.type, node=node)

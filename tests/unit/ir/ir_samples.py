@@ -10,8 +10,9 @@ import numpy as np
 
 from pysycl.ir.builder import Builder
 from pysycl.ir.core import DeviceGlobalDecl, Function, Loc, Module, Param, Region, SpecConstantDecl
-from pysycl.ir.types import (BOOL, F32, I32, I64, VOID, AccessorType, ArrayType, IndexSpaceType,
-                             LocalAccessorType, PointerType, StructField, StructType, TupleType)
+from pysycl.ir.types import (BOOL, C64, C128, F32, F64, I32, I64, VOID, AccessorType, ArrayType,
+                             IndexSpaceType, LocalAccessorType, PointerType, StructField,
+                             StructType, TupleType)
 
 FILE = "kernels.py"
 
@@ -185,7 +186,29 @@ def tree_reduction(kind: str = "for") -> Module:
     return Module("red", [Function("red.sum", "kernel", ps, body=body, loc=L(49, 0))])
 
 
-ALL = {"vector_add": vector_add, "loop_break_continue": loop_break_continue,
+def complex_numbers() -> Module:
+    """out[gid] = sqrt(a[gid] / s) * (x + 0.5j) and |a[gid]| into r[gid], complex128
+    conversion of the complex64 input through its parts."""
+    ps = [Param("a", PointerType(C64)), Param("s", C64), Param("x", F32),
+          Param("out", PointerType(C128)), Param("r", PointerType(F32))]
+    body = Region()
+    b = Builder(body, L(60))
+    a, s, x, out, r = (p.value for p in ps)
+    gid = b.op("wi.global_id", type=I64, dim=0)
+    z = b.load(b.op("ptr.offset", a, gid, type=PointerType(C64)))
+    q = b.op("complex.sqrt", b.op("complex.div", z, s, type=C64), type=C64, loc=L(61, 11))
+    half = b.op("const", type=C64, value=np.array(0.5j, "<c8").tobytes())
+    xc = b.op("complex.make", x, b.const(0.0, F32), type=C64)
+    y = b.op("complex.mul", q, b.op("add", xc, half, type=C64), type=C64)
+    wide = b.op("complex.make", b.op("cast", b.op("complex.real", y, type=F32), type=F64),
+                b.op("cast", b.op("complex.imag", y, type=F32), type=F64), type=C128)
+    b.store(b.op("ptr.offset", out, gid, type=PointerType(C128)), wide)
+    b.store(b.op("ptr.offset", r, gid, type=PointerType(F32)), b.op("complex.abs", z, type=F32))
+    k = Function("cplx.k", "kernel", ps, body=body, loc=L(59, 0), attrs={"dims": 1})
+    return Module("cplx", [k])
+
+
+ALL = {"vector_add": vector_add, "complex_numbers": complex_numbers, "loop_break_continue": loop_break_continue,
        "while_loop": while_loop, "aggregates": aggregates,
        "tree_reduction_for": lambda: tree_reduction("for"),
        "tree_reduction_while": lambda: tree_reduction("while")}

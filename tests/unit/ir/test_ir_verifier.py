@@ -165,3 +165,22 @@ def test_spec_and_device_global_references():
     b.op("dg.addr", type=PointerType(I32), id="nope")
     rejects(m, "specialization constant 'nope' is not declared",
             "device_global 'nope' is not declared")
+
+
+def test_complex_ops_are_typed():
+    from pysycl.ir.types import C64, F64
+    m, b, (z,) = kernel([("z", C64)])
+    b.op("mul", z, z, type=C64)
+    rejects(m, "mul of complex numbers is an op of its own")
+    m, b, (z,) = kernel([("z", C64)])
+    b.op("cmp", z, z, type=BOOL, pred="eq")
+    rejects(m, "compared part by part")
+    m, b, (z,) = kernel([("z", C64)])
+    b.op("complex.make", b.const(1.0, F64), b.const(2.0, F64), type=C64)
+    rejects(m, "operand 0 has type f64, expected f32")
+    m, b, (z,) = kernel([("z", C64)])
+    b.op("complex.abs", z, type=F64)
+    rejects(m, "result type f64, expected f32")
+    m, b, (z,) = kernel([("z", C64)])
+    b.op("complex.sqrt", b.const(1.0, F32), type=C64)
+    rejects(m, "expected a complex type")
