@@ -411,3 +411,48 @@ def test_ptx_of_complex_kernels_needs_no_gpu():
     params = re.findall(r"\.param (.*)_param_(\d)(\[\d+\])?", ptx["scalar_arguments"])
     assert [(p[0].split()[:3], p[2]) for p in params[:2]] == [
         ([".align", "8", ".b8"], "[8]"), ([".align", "16", ".b8"], "[16]")]
+
+
+TABLE = np.array([1 + 2j, -3j, 0.5], np.complex64)      # frozen into the image
+PHASES = (1j, 2.0, -1 - 1j)                             # Python numbers: weak
+ROTATION = sycl.specialization_id(np.complex64, np.complex64(0.5 - 1j))
+OFFSET = sycl.device_global(np.complex128)
+
+
+@sycl.kernel
+def set_offset(i: sycl.id[1], v: np.complex128):
+    OFFSET.set(v)
+
+
+@sycl.kernel
+def constants_and_memory(it: sycl.nd_item[1], h: sycl.kernel_handler,
+                         out: sycl.global_ptr[np.complex64], t: np.int64,
+                         tmp: sycl.local_accessor[np.complex64, 1]):
+    i, lid = it.get_global_id(0), it.get_local_id(0)
+    arr = sycl.private_array(np.complex64, 4)
+    for j in range(4):
+        arr[j] = np.complex64(j, -j)
+    rot = h.get_specialization_constant(ROTATION)
+    tmp[lid] = TABLE[i % 3] + PHASES[t] + arr[i % 4] * rot + OFFSET.get()
+    sycl.group_barrier(it.get_group())
+    out[i] = tmp[it.get_local_range(0) - 1 - lid]
+
+
+def test_tables_spec_constants_device_globals_and_local_memory(queue):
+    _skip_without_fp64(queue, np.complex128)
+    rng = np.random.default_rng(17)
+    rot = np.complex64(complex(*rng.standard_normal(2)))
+    offset = complex(*rng.standard_normal(2))
+    out = sycl.malloc_shared(16, np.complex64, queue)
+    queue.parallel_for(1, set_offset, offset).wait()
+
+    def cg(h):
+        h.set_specialization_constant(ROTATION, rot)
+        h.parallel_for(sycl.nd_range(16, 8), constants_and_memory, out, 2,
+                       sycl.local_accessor(np.complex64, 8, h))
+    queue.submit(cg).wait()
+    i = np.arange(16)
+    arr = np.array([np.complex64(j, -j) for j in range(4)])
+    before = (TABLE[i % 3] + PHASES[2] + arr[i % 4] * rot + offset).astype(np.complex64)
+    want = before.reshape(2, 8)[:, ::-1].ravel()
+    assert_close(out.to_numpy(), want, np.complex64, 4, "constants")

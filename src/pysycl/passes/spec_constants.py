@@ -29,7 +29,7 @@ import numpy as np
 from .._records import Record
 from ..errors import errc, exception
 from ..ir.core import Function, Module, Op
-from ..ir.types import ArrayType, ScalarType, StructType, Type, VecType
+from ..ir.types import ArrayType, ComplexType, ScalarType, StructType, Type, VecType
 
 PADDING_LEAF_ID = 0xFFFFFFFF
 LOWERINGS = ("literal", "emulated", "native")
@@ -149,6 +149,9 @@ def _leaves(t: Type, base: int, next_id: list[int], out: list) -> None:
     if isinstance(t, ScalarType):
         out.append((next_id[0], base, t.size))
         next_id[0] += 1
+    elif isinstance(t, ComplexType):     # std::complex: a struct {re, im}
+        for i in range(2):
+            _leaves(t.elem, base + i * t.elem.size, next_id, out)
     elif isinstance(t, VecType):
         for i in range(t.n):
             _leaves(t.elem, base + i * t.elem.size, next_id, out)
@@ -170,7 +173,7 @@ def _leaves(t: Type, base: int, next_id: list[int], out: list) -> None:
         if t.size > cursor:
             out.append((PADDING_LEAF_ID, base + cursor, t.size - cursor))
     else:
-        raise exception(errc.build, f"type {t} is not a scalar, vec, array or struct")
+        raise exception(errc.build, f"type {t} is not a scalar, complex, vec, array or struct")
 
 
 def assign_spec_constant_ids(module: Module, start: int = 0) -> SpecConstantIds:

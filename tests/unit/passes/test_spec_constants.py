@@ -209,3 +209,20 @@ def test_buffer_and_native_values():
     assert sub.ids == {id_Nested.unique_id: [(4, 0, 4), (5, 4, 4)]}   # IDs kept
     assert sub.offsets == {id_Nested.unique_id: 0}                      # own buffer layout
     assert sub.default_values == struct.pack("<ff", 5.0, 6.0)
+
+
+id_complex = sycl.specialization_id(np.complex128, 1.5 - 2j)
+
+
+@sycl.kernel(name="unit_spec_complex")
+def spec_complex(h: sycl.kernel_handler, out: sycl.global_ptr[np.complex128]):
+    out[0] = h.get_specialization_constant(id_complex)
+
+
+def test_a_complex_constant_is_two_leaves_as_std_complex():
+    """A struct {re, im}, as DPC++ sees std::complex: the pass and the property-set
+    code (which works from the dtype) give the same leaves."""
+    ids = assign_spec_constant_ids(_linked(spec_complex))
+    assert ids.ids[id_complex.unique_id] == [(0, 0, 8), (1, 8, 8)]
+    assert ps.assign_leaf_ids([("c", np.complex128)]) == {"c": [(0, 0, 8), (1, 8, 8)]}
+    assert ids.default_values == struct.pack("<dd", 1.5, -2.0)

@@ -67,8 +67,8 @@ from ...codegen.rules_math_pairs import int32_like, out_arg_call
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
 from ...ir.ops import MATH_PAIRS
-from ...ir.types import (AccessorType, ArrayType, LocalAccessorType, ScalarType,
-                         StructType, Type, VecType)
+from ...ir.types import (AccessorType, ArrayType, ComplexType, LocalAccessorType,
+                         ScalarType, StructType, Type, VecType)
 
 EXTENSIONS_METADATA = "pysycl.spirv.extensions"
 FLOAT_ATOMIC_ADD = "SPV_EXT_shader_atomic_float_add"
@@ -693,8 +693,8 @@ def _spec_value(ctx, t: Type, ids: list, default: bytes, offset: int) -> ll.Valu
         return _spec_leaf(ctx, t, ids, default, offset)
     llt = ctx.mtype(t)
     agg = ll.Constant(llt, ll.Undefined)
-    if isinstance(t, VecType):
-        for i in range(t.n):
+    if isinstance(t, (VecType, ComplexType)):       # complex: <2 x T>, real part first
+        for i in range(2 if isinstance(t, ComplexType) else t.n):
             leaf = _spec_leaf(ctx, t.elem, ids, default, offset + i * t.elem.size)
             agg = b.insert_element(agg, leaf, ll.Constant(lt.I32, i))
         return agg
