@@ -20,6 +20,8 @@ from . import builtins as catalogue
 from . import group_algorithms  # noqa: F401 - its entries are in the catalogue
 from .calls import (ATOMIC_RMW, GROUP_METHODS, ITEM_METHODS, ND_ITEM_METHODS,
                     SUB_GROUP_METHODS)
+from .complex_numbers import OPS as COMPLEX_OPS
+from .expressions import SYMBOLS
 
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "kernel-language.md"
 
@@ -176,6 +178,22 @@ def _methods_section() -> list[str]:
             "| `v.as_(vec_type)` | `bitcast` (same size) |",
             "| `v.convert(dtype)` | `cast` element by element |",
             "| `v.size()`, `v.byte_size()` | constants |", ""]
+    out += ["### Complex numbers (`np.complex64`, `np.complex128`, Python `complex`)", "",
+            "| form | IR |", "|---|---|",
+            *(f"| `a {SYMBOLS[k]} b` | `{v}` (NumPy promotion; a real side becomes complex "
+              "with `complex.make`) |" for k, v in COMPLEX_OPS.items()),
+            "| `-z` | `neg` |",
+            "| `z ** n` (a whole constant, \\|n\\| < 100) | `complex.mul` (and "
+            "`complex.div`), as NumPy multiplies |",
+            "| `z ** w` | `complex.exp` of `complex.mul` of `complex.log`, with NumPy's "
+            "cases for whole exponents, `0 ** w` and `z ** 0` (`select`) |",
+            "| `z == w`, `z != w`, `bool(z)` | `complex.real`/`complex.imag`, `cmp` of the "
+            "parts, `and`/`or` |",
+            "| `z.real`, `z.imag` | `complex.real`, `complex.imag` |",
+            "| `z.conjugate()` | `complex.make` of the real part and the negated imaginary "
+            "part |",
+            "| `z < w`, `z // w`, `z % w`, `min(z, w)`, `math.sqrt(z)` | compile errors "
+            "(Python's TypeError) |", ""]
     rmw = [f"| `{m}(v[, order[, scope]])` | `atomic.rmw {{op={op}}}` |"
            for m, op in sorted(ATOMIC_RMW.items())]
     out += ["### `sycl.atomic_ref`", "",

@@ -34,7 +34,7 @@ from .typing_rules import PY_CMPS, complex_result, math_result, weak_storage_typ
 from .values import Lit, Obj, TupleVal, Weak, is_complex, is_weak, promo_type
 
 #: Arithmetic on complex numbers: IR op of each Python operator (pow is built here).
-_OPS = {"add": "add", "sub": "sub", "mul": "complex.mul", "div": "complex.div"}
+OPS = {"add": "add", "sub": "sub", "mul": "complex.mul", "div": "complex.div"}
 #: Functions of complex numbers with an op of their own (np.exp(z) ...).
 _FUNCTIONS = ("exp", "log", "sqrt")
 #: NumPy's exact integer powers: exponents n with |n| < 100 (npy_cpow).
@@ -55,8 +55,8 @@ class ComplexRules:
         ty = self.promote(op, *types, node)       # complex // and % are TypeErrors
         if op == "pow":
             v = self.complex_power(a, b, ty, node)
-        elif op in _OPS:
-            v = self.value(_OPS[op], [self.coerce(a, ty, node), self.coerce(b, ty, node)],
+        elif op in OPS:
+            v = self.value(OPS[op], [self.coerce(a, ty, node), self.coerce(b, ty, node)],
                            ty, node=node)
         else:
             self.error(node, f"unsupported operand types for {SYMBOLS[op]}: "
@@ -308,7 +308,8 @@ def _part(attr: str):
         x = _number(lw, node, attr)
         return _keep_weak(lw, x, lambda v: lw.number_attribute(v, attr, node),
                           lambda v: getattr(v, attr), node)
-    lower.__doc__ = f"{attr}(z): z.{attr} (0 of x's type for imag of a real x, as NumPy)"
+    lower.__doc__ = f"{attr}(z): z.{attr}" + (" (a real x is itself, as np.real)" if attr == "real"
+                                              else " (0 in a real x's type, as np.imag)")
     return lower
 
 
