@@ -361,12 +361,17 @@ def test_scalar_kernel_arguments(queue, s, d):
     np.testing.assert_array_equal(out.to_numpy(), np.array(want, np.complex128))
 
 
-def test_a_complex_argument_for_a_real_parameter_is_a_type_error(queue):
+def test_argument_errors_name_the_parameter(queue):
     with pytest.raises(sycl.exception) as info:
         queue.parallel_for(1, KERNELS[np.complex64][0], np.zeros(1, np.complex64),
                            np.zeros(1, np.complex64), 1j, np.zeros(16, np.complex64), 1)
     assert info.value.code() == sycl.errc.kernel_argument
     assert isinstance(info.value, TypeError) and "'x'" in str(info.value)
+    out = sycl.malloc_shared(3, np.complex128, queue)
+    with pytest.raises(sycl.exception) as info:          # as a float32 parameter would
+        queue.parallel_for(1, scalar_arguments, 1j * 1e300, 1.0, out)
+    assert info.value.code() == sycl.errc.kernel_argument
+    assert isinstance(info.value, OverflowError) and "overflows complex64" in str(info.value)
 
 
 @sycl.struct
@@ -400,9 +405,9 @@ def test_struct_fields_and_device_functions(queue):
 
 
 def test_ptx_of_complex_kernels_needs_no_gpu():
-    """The CUDA images build without a device; complex parameters are 2-element
-    vectors, ``.param`` arrays of 8 and 16 bytes as the KernelArgs hold (the driver
-    checks the sizes against the PTX on the first launch)."""
+    """The CUDA images build without a device; complex parameters are ``byval``
+    structs, ``.param`` arrays of 8 and 16 bytes aligned as their part type, as the
+    KernelArgs hold them (the driver checks the sizes against the PTX at launch)."""
     from pysycl.bundle import aot
     kb = aot.compile_modules([sys.modules[__name__]], ["nvptx64-sm_90"], "executable")
     ptx = {kid.get_name().rsplit(".", 1)[1]: img.asm["ptx"] for img in kb
@@ -410,7 +415,7 @@ def test_ptx_of_complex_kernels_needs_no_gpu():
     assert {"scale_2d", "dft", "scalar_arguments", "waves"} <= set(ptx)
     params = re.findall(r"\.param (.*)_param_(\d)(\[\d+\])?", ptx["scalar_arguments"])
     assert [(p[0].split()[:3], p[2]) for p in params[:2]] == [
-        ([".align", "8", ".b8"], "[8]"), ([".align", "16", ".b8"], "[16]")]
+        ([".align", "4", ".b8"], "[8]"), ([".align", "8", ".b8"], "[16]")]
 
 
 TABLE = np.array([1 + 2j, -3j, 0.5], np.complex64)      # frozen into the image

@@ -18,6 +18,8 @@ parameter into these LLVM parameters, the runtime packs them as :class:`KernelAr
 IR parameter           LLVM parameters, in order                      packed KernelArg(s)
 =====================  =============================================  =====================
 scalar T               T                                              ``scalar`` bytes
+complex T (c64, c128)  pointer to the bytes (``byval`` on SPIR-V),    ``scalar`` bytes
+                       as a struct {re, im}
 struct / array value   pointer to the bytes (``byval`` on SPIR-V)     ``bytes`` bytes
 accessor<T, D>         global T*, D x i64 access range, D x i64       ``mem`` + ``scalar`` x (3D+1)
                        memory range, D x i64 access offset, i64

@@ -1,7 +1,8 @@
 """Rules for complex numbers (IR types ``c64``/``c128``; ``complex.*`` ops).
 
-A complex value is ``<2 x T>`` (real, imaginary; ``types.complex_type``), so ``add``,
-``sub``, ``neg`` and ``select`` of it are the shared scalar rules. The rest is built here
+A complex value is ``{T, T}`` (real, imaginary; ``types.complex_type``); ``add``,
+``sub``, ``neg`` and ``select`` of it are the shared rules (part by part). The rest is
+built here
 from the target's real math functions (``rules_scalar.real_math``), without branches
 (selects only), so every target runs the same algorithm and loops over complex data
 still vectorise. The algorithms are those NumPy's results come from:
@@ -27,7 +28,7 @@ from llvmlite import ir as ll
 from ..ir.types import ComplexType
 from . import types as lt
 from .context import LoweringContext, rule
-from .rules_scalar import float_const, real_math
+from .rules_scalar import float_const, real_math, select_fields
 
 
 class _Parts:
@@ -36,17 +37,15 @@ class _Parts:
 
     def __init__(self, ctx: LoweringContext, t: ComplexType):
         self.ctx, self.b, self.t = ctx, ctx.builder, t
-        self.llt = lt.complex_type(t).element
+        self.llt = lt.complex_type(t).elements[0]
         self.info = np.finfo(t.elem.dtype)
 
     def split(self, z):
-        return (self.b.extract_element(z, ll.Constant(lt.I32, 0)),
-                self.b.extract_element(z, ll.Constant(lt.I32, 1)))
+        return self.b.extract_value(z, 0), self.b.extract_value(z, 1)
 
     def make(self, re, im):
         z = ll.Constant(lt.complex_type(self.t), ll.Undefined)
-        z = self.b.insert_element(z, re, ll.Constant(lt.I32, 0))
-        return self.b.insert_element(z, im, ll.Constant(lt.I32, 1))
+        return self.b.insert_value(self.b.insert_value(z, re, 0), im, 1)
 
     def c(self, value: float):
         return float_const(self.llt, value)
@@ -77,7 +76,7 @@ class _Parts:
         return self.cmp("==", self.fn("fabs", x), self.c(np.inf))
 
     def select(self, cond, a, b):
-        return self.b.select(cond, a, b)
+        return select_fields(self.b, cond, a, b)
 
 
 def _operands(ctx, op) -> tuple[_Parts, list]:

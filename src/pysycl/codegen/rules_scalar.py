@@ -18,9 +18,7 @@ from .context import LoweringContext, rule
 
 
 def scalar_of(t: Type) -> ScalarType:
-    """The element type of a vec or the part type of a complex number (whose add, sub and
-    neg are those of its parts), else ``t``."""
-    return t.elem if isinstance(t, (VecType, ComplexType)) else t
+    return t.elem if isinstance(t, VecType) else t
 
 
 def const(ctx: LoweringContext, t: Type, value) -> ll.Constant:
@@ -90,8 +88,22 @@ _INT_BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "o
 _FLOAT_BINOPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
+def partwise(ctx, op):
+    """``add``, ``sub`` and ``neg`` of complex numbers: the float op on each part."""
+    bld, flags = ctx.builder, ctx.lowering.float_flags
+    z = ll.Constant(ctx.vtype(op.type), ll.Undefined)
+    for k in (0, 1):
+        parts = [bld.extract_value(ctx.get(v), k) for v in op.operands]
+        part = bld.fneg(*parts) if op.name == "neg" else \
+            getattr(bld, _FLOAT_BINOPS[op.name])(*parts, flags=flags)
+        z = bld.insert_value(z, part, k)
+    return z
+
+
 @rule("add", "sub", "mul", "and", "or", "xor")
 def lower_simple_binop(ctx, op):
+    if isinstance(op.type, ComplexType):
+        return partwise(ctx, op)
     a, b = _coerce(ctx, op)
     s = scalar_of(op.type)
     if s.is_float:
@@ -269,6 +281,8 @@ def lower_shift(ctx, op):
 
 @rule("neg")
 def lower_neg(ctx, op):
+    if isinstance(op.type, ComplexType):
+        return partwise(ctx, op)
     a = ctx.get(op.operands[0])
     if scalar_of(op.type).is_float:
         return ctx.builder.fneg(a)
@@ -349,17 +363,27 @@ def lower_cast(ctx, op):
     return convert(ctx, ctx.get(v), v.type, op.type)
 
 
+def select_fields(b: ll.IRBuilder, cond, x, y):
+    """``cond ? x : y``; a struct value (a complex number) field by field: the SPIR-V
+    backend cannot lower a ``select`` of a struct ("illegal aggregate intrinsic user")."""
+    if not isinstance(x.type, ll.LiteralStructType):
+        return b.select(cond, x, y)
+    z = ll.Constant(x.type, ll.Undefined)
+    for k in range(len(x.type.elements)):
+        z = b.insert_value(z, b.select(cond, b.extract_value(x, k), b.extract_value(y, k)), k)
+    return z
+
+
+@rule("select")
+def lower_select(ctx, op):
+    return select_fields(ctx.builder, *ctx.operands(op))
+
+
 def splat(ctx, scalar, t: VecType):
     vec = ll.Constant(ctx.vtype(t), ll.Undefined)
     for i in range(t.n):
         vec = ctx.builder.insert_element(vec, scalar, ll.Constant(lt.I32, i))
     return vec
-
-
-@rule("select")
-def lower_select(ctx, op):
-    c, a, b = ctx.operands(op)
-    return ctx.builder.select(c, a, b)
 
 
 # Math ----------------------------------------------------------------------------------

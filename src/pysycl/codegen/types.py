@@ -49,12 +49,15 @@ def value_type(t: Type, addrspaces: Mapping[str, int]) -> ll.Type:
     return memory_type(t, addrspaces)
 
 
-def complex_type(t: ComplexType) -> ll.VectorType:
-    """``<2 x T>`` (real, imaginary): the layout of ``std::complex<T>`` and of NumPy's
-    complex dtypes, and what OpenCL (``float2``) and NVPTX take as a kernel argument by
-    value, so a complex parameter needs no aggregate (byval) handling; ``fadd``/``fsub``/
-    ``fneg`` of it are the complex operations."""
-    return ll.VectorType(_SCALAR_LL[t.elem.name], 2)
+def complex_type(t: ComplexType) -> ll.LiteralStructType:
+    """``{T, T}`` (real, imaginary): the layout of ``std::complex<T>`` and of NumPy's
+    complex dtypes, and clang's IR for ``_Complex``. Not ``<2 x T>``: LLVM's loop
+    vectoriser gives up on a loop with any vector-typed instruction, while the loads and
+    stores of a two-field struct are split into scalar ones (InstCombine) whose
+    interleaved accesses it vectorises across work-items. A complex kernel parameter is
+    an aggregate (pointer to the bytes, ``byval`` on SPIR-V and PTX)."""
+    elem = _SCALAR_LL[t.elem.name]
+    return ll.LiteralStructType([elem, elem])
 
 
 def memory_type(t: Type, addrspaces: Mapping[str, int]) -> ll.Type:
@@ -118,7 +121,7 @@ def has_storage(t: Type) -> bool:
 
 
 def is_aggregate(t: Type) -> bool:
-    return isinstance(t, (StructType, ArrayType))
+    return isinstance(t, (StructType, ArrayType, ComplexType))
 
 
 __all__ = ["value_type", "memory_type", "complex_type", "pointer", "field_index", "is_expanded",

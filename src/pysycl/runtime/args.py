@@ -503,10 +503,11 @@ def _convert_scalar(value, dt, typ, integral, kernel, name) -> KernelArg:
                          type_error)
     if integral:
         return KernelArg(_SCALAR, typ(_whole(value, dt, kernel, name)).tobytes())
-    if dt.kind == "f" and not isinstance(value, (numbers.Integral, np.integer, np.bool_)):
+    if dt.kind in "fc" and not isinstance(value, (numbers.Integral, np.integer, np.bool_)):
         with np.errstate(over="ignore"):
             out = typ(value)
-        if np.isinf(out) and np.isfinite(value):
+        if np.isinf(out.real) and np.isfinite(np.real(value)) or \
+                np.isinf(out.imag) and np.isfinite(np.imag(value)):
             raise _arg_error(kernel, name, f"{value!r} overflows {dt}", overflow_error)
         return KernelArg(_SCALAR, out.tobytes())
     try:

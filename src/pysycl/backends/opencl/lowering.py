@@ -693,10 +693,15 @@ def _spec_value(ctx, t: Type, ids: list, default: bytes, offset: int) -> ll.Valu
         return _spec_leaf(ctx, t, ids, default, offset)
     llt = ctx.mtype(t)
     agg = ll.Constant(llt, ll.Undefined)
-    if isinstance(t, (VecType, ComplexType)):       # complex: <2 x T>, real part first
-        for i in range(2 if isinstance(t, ComplexType) else t.n):
+    if isinstance(t, VecType):
+        for i in range(t.n):
             leaf = _spec_leaf(ctx, t.elem, ids, default, offset + i * t.elem.size)
             agg = b.insert_element(agg, leaf, ll.Constant(lt.I32, i))
+        return agg
+    if isinstance(t, ComplexType):                  # {re, im}
+        for i in range(2):
+            agg = b.insert_value(agg, _spec_leaf(ctx, t.elem, ids, default,
+                                                 offset + i * t.elem.size), i)
         return agg
     if isinstance(t, ArrayType):
         for i in range(t.n):
