@@ -99,3 +99,31 @@ def test_dropped_buffer_writes_back(device, tmp_path):
 
 def test_buffer_alive_at_exit_writes_back(device, tmp_path):
     assert "EXIT True" in _run(device.backend.name, ["alive_at_exit"], tmp_path)
+
+
+
+COLLECTED_INSIDE = """
+buffer_mod = sys.modules["pysycl.runtime.buffer"]
+
+a = rng.random((8, 8)); ref = a * 3.0 + 1.0
+buf = sycl.buffer(a)
+q.submit(lambda cgh: cgh.parallel_for(sycl.range(8, 8), scale, sycl.accessor(buf, cgh)))
+other = sycl.buffer(np.zeros(4))
+# The collector may run a buffer's destructor wherever an object is allocated, also
+# while this thread registers a use of another buffer (holding the registration lock)
+# or works on that buffer's memory (holding its lock): the destructor must not wait
+# for a lock its own thread holds.
+with buffer_mod._access_lock, other._mem._lock:
+    del buf
+print("OK", NAME, bool(np.array_equal(a, ref)))
+"""
+
+
+def test_a_buffer_collected_while_its_thread_holds_buffer_locks(device, tmp_path):
+    script = tmp_path / "case.py"
+    script.write_text(f"BACKEND = {device.backend.name!r}\nNAME = 'locks'\n" + _PRELUDE +
+                      textwrap.dedent(COLLECTED_INSIDE))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OK locks True" in proc.stdout

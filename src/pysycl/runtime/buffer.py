@@ -39,7 +39,9 @@ from .ranges import range as range_
 from .pickling import not_picklable
 from .usm import alloc_on
 
-_access_lock = threading.Lock()
+# Reentrant, as each memory's own lock: the garbage collector may run a buffer's
+# destructor (which waits for its uses, taking these locks) in a thread that holds them.
+_access_lock = threading.RLock()
 _READ = types.access_mode.read_only
 
 
@@ -136,7 +138,7 @@ class _Memory:
         self._readers: list = []
         self._device_mem: dict = {}   # (id ctx handle, id desc) -> (driver, alloc, ctx)
         self._valid = {"host"}        # where the current contents live
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # (reentrant: see _access_lock)
         self._closed = False
         self.read_only = False        # made from a read-only array: no accessor writes
 
