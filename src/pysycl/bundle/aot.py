@@ -39,7 +39,8 @@ from . import syclbin
 from .device_image import bundle_state, device_image, kernel_compatible
 from .kernel_bundle import kernel_bundle
 from .kernel_id import get_kernel_id, registered_kernels
-from .linker import build_executable, link_objects
+from .executables import build_executable
+from .linker import link_objects
 from .sources import input_image, libraries_for, library_image, object_image
 
 #: The spec-constant lowering of every ahead-of-time executable image.

@@ -32,7 +32,8 @@ from . import property_sets as ps
 from . import signing, syclbin, toolchain
 from .device_image import GENERIC_TARGET, bundle_state, device_image, metadata_kernel_properties
 from .kernel_bundle import kernel_bundle
-from .linker import build_for_devices, link_objects
+from .executables import build_for_devices
+from .linker import link_objects
 from .kernel_id import kernel_id_by_name
 
 IMAGE_SET = "PYSYCL/image"

@@ -15,10 +15,11 @@ from typing import Callable, Iterable, Sequence
 from ..errors import errc, exception
 from . import toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible, prebuilt_image
+from .executables import (LinkSource, build_for_devices, default_source, executable_images,
+                          group_by_target, lowering_from_properties)
 from .kernel_bundle import kernel_bundle
 from .kernel_id import kernel_id, to_kernel_ids
-from .linker import (build_for_devices, default_linked_kernel, group_by_target, link_objects,
-                     lowering_from_properties, warm_executable)
+from .linker import link_objects
 from .sources import input_image, input_images, object_image, skipping_failures
 
 
@@ -90,12 +91,15 @@ def _executable_images(kids: Sequence[kernel_id], devices: Sequence, props=None,
     """Executable images of ``kids``; kernels nobody named (``requested=False``) that
     fail to build are left out, with a warning (``sources.skipping_failures``)."""
     mode = lowering_from_properties(props)
-    devices = list(devices)
+    groups = group_by_target(devices)
+
+    def jobs(kernels):
+        sources = [(k, default_source(k)) for k in kernels]
+        return [(source, k, group) for group in groups for k, source in sources]
     if requested:
-        return build_for_devices([default_linked_kernel(k) for k in kids], devices, mode, values)
-    per_kernel = skipping_failures(
-        kids, lambda k: build_for_devices([default_linked_kernel(k)], devices, mode, values),
-        lambda k: f"kernel {k.get_name()}")
+        return executable_images(jobs(kids), mode, values)
+    per_kernel = skipping_failures(kids, lambda k: executable_images(jobs([k]), mode, values),
+                                   lambda k: f"kernel {k.get_name()}")
     return [img for images in per_kernel for img in images]
 
 
@@ -235,51 +239,29 @@ def link(bundles, devices=None, properties=None) -> kernel_bundle:
         with toolchain.checked_builds():
             exe = build_for_devices(link_objects(images), devs, mode, values)
     else:
-        exe = _warm_link(images, devs, mode, values)
-        if exe is None:
-            linked = link_objects(images)
-            exe = build_for_devices(linked, devs, mode, values)
-            group = linked[0].warm_group if linked else None
-            if group:
-                warm_index.record_groups(
-                    [k.kernel for img in images for k in img.get_kernel_ids()], group,
-                    [lk.name for lk in linked])
+        exe = _linked_executables(images, devs, mode, values)
     exe = list(exe) + [img for img in prebuilt if img.get_devices()]
     return kernel_bundle(ctx, devs, bundle_state.executable, exe, values, objects)
 
 
-def _warm_link(images: list[device_image], devs: list, mode: str, values) -> list | None:
-    """``build_for_devices(link_objects(images), ...)`` from the warm-start index
-    (warm_index.py) when every image is a not-yet-compiled warm image and every
-    executable image is found; else ``None`` (the full path)."""
-    if not images or not all(getattr(img, "is_warm", False) for img in images):
-        return None
-    group = tuple(img._warm_fingerprint for img in images)
-    holder: dict = {}
-
-    def linked_fn(name):
-        def get():
-            if not holder:
-                holder.update({lk.name: lk for lk in link_objects(images)})
-            return holder[name]
-        return get
-
-    names = [kid.get_name() for img in images for kid in img.get_kernel_ids()]
-    entries = warm_index.lookup_links(group, names) if len(names) > 1 else None
-    out = []
-    for group_devs in group_by_target(devs):
-        for img in images:
-            for kid in img.get_kernel_ids():
-                info = img.kernel_function(kid)
-                ok = [d for d in group_devs if info is None or kernel_compatible(info, d)]
-                if not ok:
-                    continue
-                exe = warm_executable(group, kid, ok, mode, values, linked_fn(kid.get_name()),
-                                      entry=entries.get(kid.get_name()) if entries else None)
-                if exe is None:
-                    return None
-                out.append(exe)
-    return out
+def _linked_executables(images: list[device_image], devs: list, mode: str,
+                        values) -> list[device_image]:
+    """The executable images of the link of ``images`` (object images), each from the
+    first cache tier that has it: when every image came from the warm-start index
+    (``warm_index.py``) and none has made its IR, the index answers without a link."""
+    warm = bool(images) and all(getattr(img, "is_warm", False) for img in images)
+    source = LinkSource(
+        lambda: link_objects(images),
+        tuple(img._warm_fingerprint for img in images) if warm else None,
+        {kid.get_name(): img.kernel_function(kid) for img in images
+         for kid in img.get_kernel_ids()} if warm else None)
+    exe = executable_images([(source, kid, group) for group in group_by_target(devs)
+                             for img in images for kid in img.get_kernel_ids()], mode, values)
+    linked = source.linked_kernels() if source.did_link else []
+    if linked and linked[0].warm_group:   # the bundle-wide index entries, for next time
+        warm_index.record_groups([k.kernel for img in images for k in img.get_kernel_ids()],
+                                 linked[0].warm_group, [lk.name for lk in linked])
+    return exe
 
 
 def build(kb: kernel_bundle, devices=None, properties=None) -> kernel_bundle:

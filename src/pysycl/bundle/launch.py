@@ -33,12 +33,10 @@ from ..ir import check_record
 from ..ir.core import Function
 from ..spec_values import spec_key
 from . import coarsening, device_globals, stats, toolchain, warm_index
-from .device_image import bundle_state, device_image, kernel_compatible
+from .device_image import bundle_state, device_image
+from .executables import default_source, executable_images, lowering_from_properties
 from .kernel_bundle import kernel_bundle, kernel_object
 from .kernel_id import get_kernel_id, kernel_id
-from .linker import (build_executable, default_linked_kernel, lowering_from_properties,
-                     warm_executable)
-from .sources import input_image, object_image
 
 
 def _check_bound_bundle(kernel: kernel_object, bound: kernel_bundle | None) -> None:
@@ -115,40 +113,29 @@ def _make_launcher(kid: kernel_id, device, bundle, image_selector, values: dict[
         if kid.kernel is None:
             raise exception(errc.kernel_not_supported,
                             f"kernel {kid.get_name()} is not defined in this process")
-        mode = lowering_from_properties(launch_properties)
-        image = _warm_default_image(kid, device, mode, values)
-        if image is not None:
-            launcher = Launcher(kid, image, device, values, ctx_handle)
-            if launch_properties is not None:
-                launcher.apply_launch_properties(launch_properties)
-            return launcher
-        lk = default_linked_kernel(kid)
-        fn = lk.module.function(lk.name)
-        if not kernel_compatible(fn, device):
-            why = unsupported_reason(fn.properties, device)
-            raise exception(errc.kernel_not_supported,
-                            f"kernel {kid.get_name()} cannot run: {why}" if why else
-                            f"kernel {kid.get_name()} uses optional features that device "
-                            f"{getattr(device, 'name', device)!r} does not support")
-        image = build_executable(lk, [device], mode, values)
+        image = _default_image(kid, device, lowering_from_properties(launch_properties),
+                               values)
     launcher = Launcher(kid, image, device, values, ctx_handle)
     if launch_properties is not None:
         launcher.apply_launch_properties(launch_properties)
     return launcher
 
 
-def _warm_default_image(kid: kernel_id, device, mode: str, values) -> device_image | None:
-    """The default lookup's executable image from the warm-start index (no frontend,
-    no link, no codegen), or ``None``: the full path decides (and reports errors)."""
-    inp = input_image(kid)
-    if not inp.is_warm or inp.imports:
-        return None
-    info = inp.kernel_function(kid)
-    if info is None or not kernel_compatible(info, device):
-        return None
-    obj = object_image(inp)
-    return warm_executable((obj._warm_fingerprint,), kid, [device], mode, values,
-                           lambda: default_linked_kernel(kid))
+def _default_image(kid: kernel_id, device, mode: str, values) -> device_image:
+    """The default lookup's executable image, from the first cache tier of the build
+    chain that has it (a warm start: the warm-start index, with no frontend, link or
+    codegen); ``errc.kernel_not_supported`` when ``device`` cannot run the kernel."""
+    source = default_source(kid)
+    images = executable_images([(source, kid, [device])], mode, values)
+    if images:
+        return images[0]
+    lk = source.linked(kid.get_name())
+    fn = lk.module.function(lk.name)
+    why = unsupported_reason(fn.properties, device)
+    raise exception(errc.kernel_not_supported,
+                    f"kernel {kid.get_name()} cannot run: {why}" if why else
+                    f"kernel {kid.get_name()} uses optional features that device "
+                    f"{getattr(device, 'name', device)!r} does not support")
 
 
 # Kernel properties at submit (SYCL 2020 5.8.1, sycl_ext_oneapi_kernel_properties) -------

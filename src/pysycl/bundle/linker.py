@@ -1,4 +1,4 @@
-"""Object images -> linked kernels -> executable images (the ``link`` half of the chain).
+"""Object images -> linked kernels (the build chain's ``link`` stage).
 
 Link merges object images through ``passes.link`` (a duplicate kernel or exported
 symbol is an error naming it; an unresolved import is ``errc.build`` naming it), then
@@ -8,40 +8,30 @@ that share ``device_image_scope`` device_globals stay in one module (an
 :class:`ImageGroup`: one executable image, so one copy of each such variable). A
 ``device_image_scope`` variable used by kernels of two Python modules would be in two
 images: ``errc.build`` with DPC++'s message. Each linked kernel (or group) becomes one
-executable image per code-generation target:
+executable image per code-generation target (``executables.py``). In memory, a
+kernel's default link is kept on its kernel_id.
 
-    lower spec constants (mode) -> target IR passes (native_cpu: fission) -> codegen -> compiler
-
-Binaries go through ``bundle/cache.py`` (memory + disk) keyed by the canonical IR of
-the linked kernel, its spec-constant IDs, the target, the lowering mode and (literal
-mode) the values, the pysycl version, the codegen ABI, the LLVM version and, for host
-code, the host CPU. A cache miss logs which part changed. In memory, a kernel's default
-link is kept on its kernel_id and the executable images of a linked kernel (or group)
-on it (bounded: each literal spec-constant value set is an image of its own).
-
->>> resolve_lowering("auto", type("T", (), {"native_spec_constants": True})())
-'native'
+>>> [f.name for f in link_objects([])]
+[]
 """
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from .. import config
 from .._records import IdentityRecord
-from ..detail import trace
 from ..detail.memo import LRUMemo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
 from ..passes.spec_constants import SpecConstantIds, spec_constants_used
-from . import build_chain, coarsening, stats, toolchain, warm_index
-from .build_chain import BuildJob, Job
-from .cache import CacheKey, default_cache
-from .device_image import bundle_state, device_image, image_property_sets
+from . import build_chain, stats, toolchain
+from .build_chain import Job
+from .device_image import device_image
 from .kernel_id import kernel_id, kernel_id_by_name
 from .sources import input_image, libraries_for, object_image
 
-_lock = threading.Lock()   # guards _literal_sets and _scope_owners
+_lock = threading.Lock()   # guards _scope_owners
 
 
 class ImageGroup(IdentityRecord):
@@ -226,256 +216,3 @@ def _shared_link(inp: device_image, kid: kernel_id) -> LinkedKernel | None:
         objects = [object_image(inp)] + [object_image(lib) for lib in libraries_for([inp])]
         return {lk.name: lk for lk in link_objects(objects)}
     return memo_of(inp).get_or_make("shared link", link).get(kid.get_name())
-
-
-def resolve_lowering(requested: str, target) -> str:
-    """``auto`` -> native where the target takes spec constants after codegen (SPIR-V),
-    else literal; ``literal``/``emulated`` as asked."""
-    if requested in (None, "auto"):
-        return "native" if getattr(target, "native_spec_constants", False) else "literal"
-    if requested not in ("literal", "emulated", "native"):
-        raise exception(errc.invalid, f"unknown spec constant lowering {requested!r}")
-    return requested
-
-
-# (kernel name, target name) -> the literal value sets built so far, up to
-# config.literal_spec_builds() of them.
-_literal_sets: dict[tuple[str, str], set[bytes]] = {}
-
-
-def _lowering_for_values(requested: str, kernel: str, target, value_bytes: bytes) -> str:
-    """``resolve_lowering``, except that an ``auto`` literal build of a kernel that has
-    had ``config.literal_spec_builds()`` value sets already becomes emulated: one
-    image then serves every later value set (a value set built before stays literal,
-    so its image is found again)."""
-    mode = resolve_lowering(requested, target)
-    if mode != "literal" or requested not in (None, "auto") or not value_bytes:
-        return mode
-    key = (kernel, target.name)
-    with _lock:
-        seen = _literal_sets.setdefault(key, set())
-        if value_bytes in seen:
-            return mode
-        if len(seen) < config.literal_spec_builds():
-            seen.add(value_bytes)
-            return mode
-    return "emulated"
-
-
-def lowering_from_properties(props) -> str:
-    """The ``sycl.spec_constant_lowering`` mode in a build property list (or ``auto``)."""
-    if props is None:
-        return "auto"
-    from ..properties import as_properties, spec_constant_lowering
-    p = as_properties(props)
-    if p.has_property(spec_constant_lowering):
-        return p.get_property(spec_constant_lowering).mode
-    return "auto"
-
-
-def _key_digests(ir_digest: str, spec_ids_digest: str, target, mode: str,
-                 value_bytes: bytes, coarsen: str = "") -> dict[str, str]:
-    """The part digests of a binary's cache key, in order: the linked kernel's IR and
-    spec-constant IDs (given as digests), then the parts computed here (``coarsen``:
-    the build's coarsening plans, ``coarsening.key_text``)."""
-    parts = {"ir": ir_digest, "spec_ids": spec_ids_digest}
-    rest = {
-        "target": "|".join((target.name, target.triple, target.binary_format, target.cpu,
-                            target.features, target.data_layout)),
-        "spec_mode": mode,
-        "spec_values": value_bytes,
-        "pysycl": toolchain.pysycl_version(),
-        "codegen_abi": str(toolchain.CODEGEN_ABI),
-        "compiler": toolchain.compiler_digest(),
-        "llvm": toolchain.llvm_version(),
-    }
-    if target.backend == "native_cpu":
-        rest["host_cpu"] = toolchain.host_cpu()
-    debug = toolchain.build_checks()
-    if debug:  # debug builds compile checks in (codegen.debug_checks)
-        rest["debug"] = ",".join(sorted(debug))
-    if coarsen:   # coarsened kernels take one more argument and launch fewer items
-        rest["coarsen"] = coarsen
-    parts.update(CacheKey(rest).parts)
-    return parts
-
-
-def _cache_key(lk: LinkedKernel, target, mode: str, value_bytes: bytes,
-               coarsen: str = "") -> CacheKey:
-    ir = CacheKey({"ir": lk.ir_text, "spec_ids": repr(sorted(lk.spec_ids.ids.items()))}).parts
-    return CacheKey.from_part_digests(_key_digests(ir["ir"], ir["spec_ids"], target, mode,
-                                                   value_bytes, coarsen))
-
-
-class _WarmExecutable(device_image):
-    """An executable image made from the warm-start index: property sets, spec-constant
-    layout and kernel metadata; the binary is read from the build cache when first
-    needed (a bundle of many kernels starts without reading them all), and there is no
-    IR until something asks for it (``module`` or ``_linked`` then link it through the
-    normal path, which also rebuilds a binary gone from the cache)."""
-
-    _linked_fn = None
-    _binary_key = None
-    _rebuild = None
-    _binary_lock = threading.Lock()    # replaced per image by warm_executable
-
-    @property
-    def _linked(self):
-        return self._linked_fn()
-
-    @property
-    def _binary(self):
-        value = self.__dict__.get("_read_binary")
-        if value is None and self._binary_key is not None:
-            with self._binary_lock:
-                value = self.__dict__.get("_read_binary")
-                if value is None:
-                    stats.bump("warm_binary_reads")
-                    value = default_cache().get(self._binary_key) or self._rebuild()
-                    self.__dict__["_read_binary"] = value
-        return value
-
-    @_binary.setter
-    def _binary(self, value):
-        self.__dict__["_read_binary"] = value
-
-
-def warm_executable(group: tuple, kid: kernel_id, devices: list, mode: str,
-                    values: Mapping[str, bytes] | None, linked_fn,
-                    entry: dict | None = None) -> device_image | None:
-    """The executable image of kernel ``kid`` of the link of the images fingerprinted
-    ``group``, from the warm-start index and the build cache, or ``None`` (then the
-    caller takes the full path, which updates the index). ``linked_fn()`` gives the
-    ``LinkedKernel`` the normal path would (only called if the IR is asked for);
-    ``entry``: the kernel's link entry when the caller read it already."""
-    if entry is None:
-        entry = warm_index.lookup_link(group, kid.get_name())
-    if entry is None:
-        stats.bump("warm_index_misses")
-        return None
-    target = toolchain.device_target(devices[0])
-    spec_ids = entry["_spec_ids"]
-    value_bytes = spec_ids.buffer(values) if spec_ids.ids else b""
-    mode = _lowering_for_values(mode, kid.get_name(), target, value_bytes)
-    value_bytes = value_bytes if mode == "literal" else b""
-    chosen = coarsening.plans([entry["_kernel"]], target.backend)
-    memo = (group, target.name, mode, value_bytes, tuple(devices), toolchain.build_checks(),
-            coarsening.key_text(chosen))
-    img = kid.warm_images.get(memo)
-    if img is not None:
-        return img
-    key = CacheKey.from_part_digests(_key_digests(entry["ir"], entry["spec_ids_digest"],
-                                                  target, mode, value_bytes,
-                                                  coarsening.key_text(chosen)))
-    if not default_cache().contains(key):   # e.g. new literal values, another CPU
-        stats.bump("warm_index_misses")
-        return None
-    stats.bump("warm_index_hits")
-    build_chain.hit("binary", "warm index", kid.get_name())
-    holder: list = []
-
-    def linked():
-        if not holder:
-            holder.append(linked_fn())
-        return holder[0]
-
-    job = BuildJob([kid.get_name()], spec_ids, target, mode, values, toolchain.build_checks(),
-                   chosen)
-    img = _WarmExecutable(
-        bundle_state.executable, None, [kid], target=target.name,
-        format=target.binary_format, devices=devices, binary=None,
-        registry=coarsening.with_plans(entry["_registry"], chosen), spec_ids=spec_ids,
-        lowering=mode, target_obj=target,
-        spec_values=value_bytes, kernel_infos=[entry["_kernel"]],
-        materialize=lambda: linked().module,
-        llvm=lambda: build_chain.llvm_text(linked().module, job))
-    img._linked_fn = linked
-    img._binary_key = key
-    img._binary_lock = threading.Lock()
-    img._rebuild = lambda: build_executable(linked(), devices, mode, values).binary
-    return kid.warm_images.get_or_make(memo, lambda: img)   # a thread's first one wins
-
-
-def build_executable(lk: LinkedKernel, devices: list, mode: str = "auto",
-                     values: Mapping[str, bytes] | None = None) -> device_image:
-    """The executable image of ``lk`` for ``devices`` (which share one target).
-
-    ``values``: symbolic ID -> bytes; they matter only to ``literal`` images (other
-    modes take values at load or launch time), so only those are part of the key.
-    """
-    target = toolchain.device_target(devices[0])
-    value_bytes = lk.spec_ids.buffer(values) if lk.spec_ids.ids else b""
-    # A group's kernels are one image: built once for all of them.
-    owner = lk.group if lk.group is not None else lk
-    names = list(lk.group.names) if lk.group is not None else [lk.name]
-    mode = _lowering_for_values(mode, names[0], target, value_bytes)
-    value_bytes = value_bytes if mode == "literal" else b""
-    chosen = coarsening.plans(lk.module.kernels, target.backend)
-    memo = (target.name, mode, value_bytes, tuple(devices), toolchain.build_checks(),
-            coarsening.key_text(chosen))
-    return owner.executables.get_or_make(
-        memo, lambda: _new_executable(lk, names, devices, target, mode, values, value_bytes,
-                                      chosen))
-
-
-def _new_executable(lk: LinkedKernel, names: list[str], devices: list, target, mode: str,
-                    values: Mapping[str, bytes] | None, value_bytes: bytes,
-                    chosen: dict[str, tuple[int, int]]) -> device_image:
-    job = BuildJob(names, lk.spec_ids, target, mode, values, toolchain.build_checks(),
-                   chosen)
-    key = _cache_key(lk, target, mode, value_bytes, coarsening.key_text(chosen))
-    about = {"lowering": mode}
-    if trace.recorder() is not None:   # why a kernel is (not) coarsened, when tracing
-        about["coarsening"] = coarsening.describe(lk.module, names, chosen)
-    with trace.span(f"build {', '.join(names)} for {target.name}", "build", **about):
-        binary, llvm = build_chain.build_binary(
-            lk.module, job, key, default_cache(),
-            label=f"kernel {', '.join(names)} for {target.name}")
-    warm_index.record_link(lk, key)
-    kids = lk.group.kernel_ids if lk.group is not None else [lk.kid]
-    img = device_image(
-        bundle_state.executable, lk.module, kids, target=target.name,
-        format=target.binary_format, devices=devices, binary=binary,
-        registry=coarsening.with_plans(image_property_sets(lk.module, lk.spec_ids), chosen),
-        spec_ids=lk.spec_ids, lowering=mode, target_obj=target, spec_values=value_bytes,
-        # A binary from the cache comes without its LLVM text: made again when asked.
-        llvm=llvm if llvm is not None else lambda: build_chain.llvm_text(lk.module, job))
-    img._linked = lk
-    return img
-
-
-def group_by_target(devices: Iterable) -> list[list]:
-    """Devices grouped by code-generation target, in first-seen order."""
-    groups: dict[str, list] = {}
-    for d in devices:
-        groups.setdefault(toolchain.device_target_name(d), []).append(d)
-    return list(groups.values())
-
-
-def build_for_devices(linked: list[LinkedKernel], devices: list, mode: str,
-                      values: Mapping[str, bytes] | None) -> list[device_image]:
-    """Executable images for every linked kernel on every device target, in that order.
-
-    Kernels build on ``config.build_jobs()`` threads at once: LLVM (parse, optimise,
-    emit: two thirds of a native kernel's build) runs without the GIL, each thread with
-    a TargetMachine and LLVM contexts of its own, while another thread runs the Python
-    passes and code generation of the next kernel."""
-    from .device_image import kernel_compatible
-    jobs = []
-    for group in group_by_target(devices):
-        for lk in linked:
-            fn = lk.module.function(lk.name)
-            ok = [d for d in group if kernel_compatible(fn, d)]
-            if ok:
-                jobs.append((lk, ok))
-    threads = min(config.build_jobs(), len(jobs))
-    if threads <= 1:
-        return [build_executable(lk, ok, mode, values) for lk, ok in jobs]
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(threads, thread_name_prefix="pysycl-build") as pool:
-        # Each job runs in a copy of the caller's context: a checked build
-        # (toolchain.checked_builds, a context variable) stays checked on every thread.
-        futures = [pool.submit(contextvars.copy_context().run, build_executable, lk, ok,
-                               mode, values) for lk, ok in jobs]
-        return [f.result() for f in futures]

@@ -1,5 +1,9 @@
 """Warm start: a source-level index in front of the IR-level build cache.
 
+The index is a cache tier of the build chain (``build_chain.py``): its summary entries
+stand in for the ``input`` and ``object`` stages (``sources.py``), its link entries for
+``link`` up to ``binary`` (``executables.py`` asks them before it links anything).
+
 The build cache (``cache.py``) is keyed by the canonical IR of a linked kernel, so a
 hit still needs the frontend to parse the kernel's Python source. This index maps a
 *source fingerprint* to what a hit needs without the frontend: the digests of the
@@ -41,7 +45,7 @@ warning and rewritten by the full path):
 
 On a hit the IR-level key is rebuilt from the two stored digests and *freshly
 computed* other parts (target, CPU features, spec-constant mode and literal values,
-LLVM, pysycl version, CODEGEN_ABI, debug options: ``linker.key_parts``), and the binary
+LLVM, pysycl version, CODEGEN_ABI, debug options: ``executables._key_digests``), and the binary
 is read from the build cache with that key: the IR-level cache stays the source of
 truth, and any difference (a new literal value, another CPU) is a miss there, so the
 full path runs and rewrites the index. Both index keys also hold the pysycl version,
@@ -65,6 +69,12 @@ import numpy as np
 
 from .. import config
 from ..detail.names import closure_vars, lookup_name
+from ..ir.types import parse_type
+from ..passes.spec_constants import SpecConstantIds
+from . import stats, toolchain
+from .cache import CacheKey, index_cache
+from .device_image import image_property_sets
+from .property_sets import BitBytes, PropertySetRegistry
 
 log = logging.getLogger("pysycl.cache")
 
@@ -303,27 +313,22 @@ def fingerprint(kfn) -> str | None:
 # -- entries --------------------------------------------------------------------------
 
 def _common_parts() -> dict[str, str]:
-    from . import toolchain
     debug = toolchain.build_checks()
     return {"pysycl": toolchain.pysycl_version(), "codegen_abi": str(toolchain.CODEGEN_ABI),
             "compiler": toolchain.compiler_digest(), "debug": ",".join(sorted(debug))}
 
 
 def summary_key(fp: str):
-    from .cache import CacheKey
     return CacheKey({"index": f"pysycl-warm-index/summary/{INDEX_FORMAT}", "source": fp,
                      **_common_parts()})
 
 
 def link_key(group: tuple[str, ...], kernel_name: str):
-    from .cache import CacheKey
     return CacheKey({"index": f"pysycl-warm-index/link/{INDEX_FORMAT}",
                      "group": ",".join(group), "kernel": kernel_name, **_common_parts()})
 
 
 def _read(key, what: str) -> dict | None:
-    from . import stats
-    from .cache import index_cache
     stats.bump("warm_index_reads")
     raw = index_cache().get(key)
     if raw is None:
@@ -341,7 +346,6 @@ def _read(key, what: str) -> dict | None:
 
 def _write(key, entry: dict) -> bool:
     """Store an index entry; False if that failed (logged: the index is an optimisation)."""
-    from .cache import index_cache
     entry = dict(entry, format=INDEX_FORMAT)
     try:
         index_cache().put(key, json.dumps(entry, sort_keys=True).encode("utf-8"))
@@ -359,7 +363,6 @@ def registry_to_json(reg) -> dict:
 def _value_to_json(value) -> list:
     """A property value as JSON: a u32 int, bytes, or a bit mask that keeps its size in
     bits (``SYCL/kernel param opt``: the argument count, not whole bytes)."""
-    from .property_sets import BitBytes
     if isinstance(value, BitBytes):
         return ["bits", bytes(value).hex(), value.bit_size]
     if isinstance(value, (bytes, bytearray)):
@@ -368,8 +371,6 @@ def _value_to_json(value) -> list:
 
 
 def registry_from_json(data: dict):
-    from .property_sets import BitBytes, PropertySetRegistry
-
     def value(item):
         if item[0] == "bits":
             return BitBytes(bytes.fromhex(item[1]), int(item[2]))
@@ -419,8 +420,6 @@ def spec_ids_to_json(ids) -> dict:
 
 
 def spec_ids_from_json(d: dict):
-    from ..ir.types import parse_type
-    from ..passes.spec_constants import SpecConstantIds
     return SpecConstantIds({k: [tuple(int(x) for x in t) for t in v] for k, v in d["ids"].items()},
                            bytes.fromhex(d["defaults"]), {k: int(v) for k, v in d["offsets"].items()},
                            {k: parse_type(t) for k, t in d["types"].items()})
@@ -455,7 +454,6 @@ _made: dict[tuple, dict] = {}
 def group_key(kind: str, fps: tuple[str, ...]):
     """The key of one entry holding the ``kind`` entries of a group of kernels (a
     bundle's: one read instead of one per kernel)."""
-    from .cache import CacheKey
     return CacheKey({"index": f"pysycl-warm-index/{kind}-group/{INDEX_FORMAT}",
                      "group": ",".join(fps), **_common_parts()})
 
@@ -536,7 +534,6 @@ def record_link(lk, ir_key) -> None:
     if getattr(lk, "_warm_link_written", None) == written and os.path.exists(written[3]):
         return
     try:
-        from .device_image import image_property_sets
         fn = lk.module.function(lk.name)
         entry = {"kernel": KernelInfo.of(fn).to_json(),
                  "ir": ir_key.parts["ir"], "spec_ids_digest": ir_key.parts["spec_ids"],
@@ -551,7 +548,6 @@ def record_link(lk, ir_key) -> None:
 
 
 def _index_path(key):
-    from .cache import index_cache
     return index_cache()._path(key)
 
 

@@ -15,8 +15,9 @@ import pytest
 from pysycl.backends.cuda.target import cuda_target
 from pysycl.bundle.aot import TargetOnly
 from pysycl.bundle.coarsening import COARSENING_SET
+from pysycl.bundle.executables import build_executable
 from pysycl.bundle.kernel_id import get_kernel_id
-from pysycl.bundle.linker import build_executable, default_linked_kernel
+from pysycl.bundle.linker import default_linked_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from benchmarks import gpu  # noqa: E402

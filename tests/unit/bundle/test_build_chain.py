@@ -36,29 +36,40 @@ KMOD = textwrap.dedent('''
 ''')
 
 RUN = textwrap.dedent('''
-    import hashlib, json
+    import json, sys
     import numpy as np
     import pysycl as sycl
     import kmod
     from pysycl.bundle import stats
 
+    how = sys.argv[1] if len(sys.argv) > 1 else "build"
     q = sycl.queue()
     rng = np.random.default_rng(11)
     xs, ys = rng.standard_normal((2, 100), dtype=np.float32)
     x = sycl.malloc_shared((100,), np.float32, q)
     y = sycl.malloc_shared((100,), np.float32, q)
     x[:], y[:] = xs, ys
-    kb = sycl.build(sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
-                                           kernel_ids=[sycl.get_kernel_id(kmod.axpy)]))
-    def cgf(cgh):
-        cgh.use_kernel_bundle(kb)
-        cgh.parallel_for(sycl.range(100), kmod.axpy, x, y)
-    q.submit(cgf).wait()
+    kid = sycl.get_kernel_id(kmod.axpy)
+    if how == "default":       # the default lookup: no bundle
+        q.parallel_for(sycl.range(100), kmod.axpy, x, y).wait()
+        kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.executable,
+                                    kernel_ids=[kid])
+    else:
+        if how == "build":     # input bundle, then sycl.build (compile + link)
+            kb = sycl.build(sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.input,
+                                                   kernel_ids=[kid]))
+        else:                  # an executable bundle straight away
+            kb = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.executable,
+                                        kernel_ids=[kid])
+        def cgf(cgh):
+            cgh.use_kernel_bundle(kb)
+            cgh.parallel_for(sycl.range(100), kmod.axpy, x, y)
+        q.submit(cgf).wait()
     expected = np.float32(1.5) * (xs + np.float32(0.25)) + ys
-    tiers = stats.tier_hits()
+    tiers, counts = stats.tier_hits(), stats.snapshot()
     llvm = next(iter(kb)).asm["llvm"]
     print(json.dumps({"ok": bool(np.allclose(np.asarray(y), expected, rtol=1e-6)),
-                      "tiers": tiers, "llvm": llvm}))
+                      "tiers": tiers, "stats": counts, "llvm": llvm}))
 ''')
 
 
@@ -71,8 +82,8 @@ def project(tmp_path):
     env.update(PYSYCL_CACHE_DIR=str(tmp_path / "cache"), PYSYCL_DEVICE_SELECTOR="native_cpu",
                PYTHONPATH=str(tmp_path) + os.pathsep + env.get("PYTHONPATH", ""))
 
-    def run(**extra):
-        out = subprocess.run([sys.executable, str(tmp_path / "run.py")], cwd=tmp_path,
+    def run(how="build", **extra):
+        out = subprocess.run([sys.executable, str(tmp_path / "run.py"), how], cwd=tmp_path,
                              env=dict(env, **extra), capture_output=True, text=True,
                              timeout=240)
         assert out.returncode == 0, out.stderr[-3000:]
@@ -161,3 +172,18 @@ def test_build_checks_stay_with_the_image(monkeypatch):
     monkeypatch.setenv("PYSYCL_DEBUG", "")
     build_chain.llvm_text(object(), job)
     assert seen == [frozenset({"bounds"})]
+
+
+@pytest.mark.parametrize("how", ["default", "executable"])
+def test_warm_index_is_a_tier_of_the_chain(project, how):
+    """The default lookup and ``get_kernel_bundle(executable)`` of a fresh process find
+    the binary through the warm-start index: the chain's ``binary`` stage reports that
+    tier, and no frontend, compile, link or codegen runs."""
+    cold = project.run(how)
+    assert cold["tiers"].get("binary: built") == 1
+    warm = project.run(how)
+    assert warm["tiers"].get("binary: warm index", 0) >= 1
+    assert {"input: warm index", "object: warm index"} <= set(warm["tiers"])
+    assert not [t for t in warm["tiers"] if t.endswith(": built") and t != "load: built"]
+    assert warm["stats"]["frontend_count"] == 0 and warm["stats"]["link_count"] == 0
+    assert warm["llvm"] == cold["llvm"]          # asked for: the IR is made then

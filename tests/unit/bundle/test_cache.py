@@ -262,10 +262,10 @@ class TestCompilerDigest:
             toolchain.tree_digest(str(root))                           # skipped folders
 
     def test_binary_keys_name_the_compiler(self):
-        from pysycl.bundle import linker, toolchain
+        from pysycl.bundle import executables, toolchain
         from pysycl.backends import registry
         target = registry.get_target("native_cpu")
-        parts = linker._key_digests("i", "s", target, "literal", b"")
+        parts = executables._key_digests("i", "s", target, "literal", b"")
         assert "compiler" in parts
         root = os.path.dirname(os.path.dirname(toolchain.__file__))
         if os.path.basename(os.path.dirname(root)) in ("site-packages", "dist-packages"):

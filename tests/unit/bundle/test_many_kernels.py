@@ -162,23 +162,22 @@ def test_compiler_is_safe_on_many_threads():
 def test_checked_builds_stay_checked_on_build_threads(monkeypatch):
     """``toolchain.checked_builds()`` (bundle files nobody vouches for are built
     checked) is a context variable: every build thread must see it."""
-    import importlib
-    from pysycl.bundle import linker, toolchain
-    device_image = importlib.import_module("pysycl.bundle.device_image")
+    from pysycl.bundle import executables, toolchain
     seen: list = []
 
     def record(lk, devices, mode, values):
         seen.append((lk.name, toolchain.build_checks()))
         return lk.name
-    monkeypatch.setattr(linker, "build_executable", record)
-    monkeypatch.setattr(linker, "group_by_target", lambda devices: [list(devices)])
-    monkeypatch.setattr(device_image, "kernel_compatible", lambda fn, d: True)
+    monkeypatch.setattr(executables, "build_executable", record)
+    monkeypatch.setattr(executables, "group_by_target", lambda devices: [list(devices)])
+    monkeypatch.setattr(executables, "kernel_compatible", lambda fn, d: True)
     monkeypatch.setenv("PYSYCL_BUILD_JOBS", "3")
-    jobs = [types.SimpleNamespace(name=f"k{i}", module=types.SimpleNamespace(
+    jobs = [types.SimpleNamespace(name=f"k{i}", kid=types.SimpleNamespace(
+        get_name=lambda i=i: f"k{i}"), module=types.SimpleNamespace(
         function=lambda name: None)) for i in range(8)]
     with toolchain.checked_builds():
         checked = toolchain.build_checks()
-        assert linker.build_for_devices(jobs, ["dev"], "auto", None) == \
+        assert executables.build_for_devices(jobs, ["dev"], "auto", None) == \
             [f"k{i}" for i in range(8)]
     assert checked and sorted(seen) == sorted((f"k{i}", checked) for i in range(8))
     assert toolchain.build_checks() != checked

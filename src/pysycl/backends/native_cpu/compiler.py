@@ -39,7 +39,7 @@ class NativeCpuCompiler(Compiler):
     def target_machine(self) -> llvm.TargetMachine:
         """This thread's TargetMachine: host TMs are reusable, but code generation on
         one is not re-entrant, and a bundle's kernels compile on several threads
-        (``bundle.linker.build_for_devices``)."""
+        (``bundle.executables.build_for_devices``)."""
         tm = getattr(self._per_thread, "tm", None)
         if tm is None:
             tm = self._per_thread.tm = new_target_machine(self.target.cpu,
