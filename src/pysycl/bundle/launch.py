@@ -2,11 +2,12 @@
 
 The handler asks for a :class:`Launcher` for (kernel, device, context) and launches it.
 Without a bound bundle the kernel comes from the default lookup (SYCL 2020 4.11):
-a ready executable image (memory or disk cache), else the linked object images,
-else the kernel's input image built now (each step memoised, so a kernel is linked
-once per process and code-generated once per target and literal value set); the
-kernel's ``@sycl.external`` imports are resolved from every Python module imported so
-far. With ``bundle=`` (``use_kernel_bundle``) the kernel must be in that executable
+the first tier of the build chain's ``binary`` stage that has its executable image
+(memory, the warm-start index, the disk cache; ``executables.py``), else the linked
+object images, else the kernel's input image built now (each step memoised, so a
+kernel is linked once per process and code-generated once per target and literal
+value set); the kernel's ``@sycl.external`` imports are resolved from every Python
+module imported so far. With ``bundle=`` (``use_kernel_bundle``) the kernel must be in that executable
 bundle, else ``errc.kernel_not_supported``.
 
 Launchers are kept on what they come from, per device: the default lookup's on the
