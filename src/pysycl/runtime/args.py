@@ -362,8 +362,10 @@ class _Waited:
 
 def _order_after(producer, dev, stream, keep) -> None:
     """Make ``stream`` wait for the work issued so far on the producer's stream (the
-    ``__cuda_array_interface__`` v3 ``stream``: None means none to wait for)."""
-    if producer is None or stream is None or int(producer) == stream.ptr:
+    ``__cuda_array_interface__`` v3 ``stream``: None means none to wait for). A queue
+    on the producer's own stream needs nothing: its commands follow in issue order (a
+    queue made on the legacy default stream, handle 0, is the interface's 1)."""
+    if producer is None or stream is None or int(producer) == (stream.ptr or 1):
         return
     producer = int(producer)
     for item in keep:
