@@ -206,8 +206,10 @@ def run(report: Report, q, quick: bool = False) -> None:
     dx = sycl.malloc_shared(x.shape, F32, q)
     dx[:] = x
     dy = sycl.malloc_shared((fir_n,), F32, q)
-    tune_and_compare(report, q, f"fir {FIR_TAPS} taps, {fir_n >> 20}M", fir_outputs, configs,
-                     space, (dx, dy), dy, expected, configs[0], ["x"])
+    # (Workload names of their own: the full table compares each row with the peers of
+    # its workload, and the suite has a FIR and a convolution of its own.)
+    tune_and_compare(report, q, f"autotune: fir {FIR_TAPS} taps, {fir_n >> 20}M", fir_outputs,
+                     configs, space, (dx, dy), dy, expected, configs[0], ["x"])
     sycl.free(dx, q)
     sycl.free(dy, q)
     wg2 = ({}, {"work_group": (1, 256)}, {"work_group": (4, 64)})
@@ -216,8 +218,8 @@ def run(report: Report, q, quick: bool = False) -> None:
     di[:] = img
     do = sycl.malloc_shared(img.shape, F32, q)
     hand = next(c for c in configs if c[outputs_id] == 1 and "work_group" not in c)
-    tune_and_compare(report, q, f"conv3x3 {conv_n}x{conv_n}", conv3x3_rows, configs, space,
-                     (di, do, np.int64(conv_n), np.int64(conv_n)), do, expected, hand,
+    tune_and_compare(report, q, f"autotune: conv3x3 {conv_n}x{conv_n}", conv3x3_rows, configs,
+                     space, (di, do, np.int64(conv_n), np.int64(conv_n)), do, expected, hand,
                      ["inp", "rows", "cols"])
     sycl.free(di, q)
     sycl.free(do, q)
