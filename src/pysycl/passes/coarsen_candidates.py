@@ -7,8 +7,11 @@ every original work-item still runs, in its own copy of the body, with the ids, 
 offset and linear id it would have had. A kernel is a *candidate* when nothing it does
 can tell the difference:
 
-* it is a ``range``/``nd_range`` kernel (an ``item`` or ``nd_item`` parameter) without
-  reductions (they combine per work-group);
+* it is a ``range``/``nd_range`` kernel (an ``item`` or ``nd_item`` parameter); one with
+  reductions only a ``range`` kernel: a work-item combines into its own accumulator,
+  in any order (SYCL 2020 4.10.6), so the copies of a coarsened work-item combine into
+  one, and the work-group reduction and write that ``lower_reducers`` appends after
+  them (the pass runs before it) see the launch's work-groups, whatever their number;
 * no barrier, group algorithm or sub-group query (a work-group would no longer be the
   work-items the program thinks it is), no local memory;
 * no atomic load, store, compare-exchange or fence, and no atomic read-modify-write in
@@ -55,6 +58,9 @@ ATTR = "coarsen"
 AUTO_FACTOR = 4
 #: The largest kernel body (in IR ops) that ``auto`` copies 2 x AUTO_FACTOR times.
 AUTO_MAX_OPS = 600
+#: Work-items per thread that ``auto`` chooses for a kernel with reductions: 16 times
+#: fewer work-groups, so 16 times fewer group reductions and same-address atomics.
+AUTO_REDUCER_FACTOR = 16
 #: Backends on which ``auto`` coarsens: a GPU thread's registers hold the rows its
 #: copies share; a CPU work-item loop already reuses them through its caches.
 AUTO_BACKENDS = frozenset({"cuda"})
@@ -95,8 +101,9 @@ def analyse_kernel(fn: Function, m: Module) -> tuple[dict | None, str | None]:
     dims = index_dims(fn)
     if fn.body is None or dims is None:
         return None, "it is not a range or nd_range kernel"
-    if fn.attrs.get("reducers"):
-        return None, "it has reductions"
+    reducers = bool(fn.attrs.get("reducers"))
+    if reducers and _index_kind(fn) != "item":
+        return None, "it has reductions and an nd_item (its work-groups are the user's)"
     if fn.attrs.get("wi_rows") or fn.attrs.get("wi_strip") or fn.attrs.get("coarsened"):
         return None, "it was transformed already"
     for key in _WORK_GROUP_PROPERTIES:
@@ -113,7 +120,14 @@ def analyse_kernel(fn: Function, m: Module) -> tuple[dict | None, str | None]:
         return None, "it asks for its local id or group in every dimension"
     reuse = [d for d in range(dims) if _Reuse(fn, d).found()]
     size = sum(1 for _ in fn.walk())
-    return {"dims": dims, "allowed": sorted(allowed), "reuse": reuse, "ops": size}, None
+    verdict = {"dims": dims, "allowed": sorted(allowed), "reuse": reuse, "ops": size}
+    if reducers:
+        verdict["reducers"] = True
+    return verdict, None
+
+
+def _index_kind(fn: Function) -> str | None:
+    return next((p.type.kind for p in fn.params if isinstance(p.type, IndexSpaceType)), None)
 
 
 def _at(op: Op) -> str:
@@ -349,7 +363,13 @@ def choose(verdict: dict | None, backend: str, knob) -> tuple[int, int] | None:
     reuse, the slowest such one that is not the fastest-varying (the last) if any,
     else the slowest allowed one (so that warps stay coalesced along the last). ``auto``
     coarsens by ``AUTO_FACTOR`` on ``AUTO_BACKENDS`` only, and only kernels of at most
-    ``AUTO_MAX_OPS`` ops with reuse along a dimension other than the last.
+    ``AUTO_MAX_OPS`` ops with reuse along a dimension other than the last, or with
+    reductions (by ``AUTO_REDUCER_FACTOR``, along the slowest allowed dimension: each
+    work-item's combinations into its accumulator replace work-groups' reductions and
+    atomics).
+
+    >>> choose({"dims": 1, "allowed": [0], "reuse": [], "reducers": True}, "cuda", "auto")
+    (0, 16)
 
     >>> choose({"dims": 1, "allowed": [0], "reuse": []}, "opencl", 2)
     (0, 2)
@@ -362,15 +382,20 @@ def choose(verdict: dict | None, backend: str, knob) -> tuple[int, int] | None:
     reuse = [int(d) for d in verdict["reuse"] if int(d) in allowed]
     inner = [d for d in reuse if d < dims - 1]
     if knob == "auto":
-        if backend not in AUTO_BACKENDS or not inner or \
-                int(verdict.get("ops", 0)) > AUTO_MAX_OPS:
+        if backend not in AUTO_BACKENDS or int(verdict.get("ops", 0)) > AUTO_MAX_OPS:
             return None
-        return inner[0], AUTO_FACTOR
+        if inner:
+            return inner[0], AUTO_FACTOR
+        ops = int(verdict.get("ops", 0))   # the copies' code no larger than a stencil's
+        if verdict.get("reducers") and allowed and \
+                ops * AUTO_REDUCER_FACTOR <= AUTO_MAX_OPS * AUTO_FACTOR:
+            return allowed[0], AUTO_REDUCER_FACTOR
+        return None
     factor = int(knob)
     if factor < 2 or not allowed:
         return None
     return (inner or reuse or allowed)[0], factor
 
 
-__all__ = ["ATTR", "AUTO_FACTOR", "AUTO_MAX_OPS", "analyse_kernel", "choose", "index_dims",
+__all__ = ["ATTR", "AUTO_FACTOR", "AUTO_MAX_OPS", "AUTO_REDUCER_FACTOR", "analyse_kernel", "choose", "index_dims",
            "mark_coarsen_candidates"]

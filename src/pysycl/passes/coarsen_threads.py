@@ -28,6 +28,14 @@ why a range not divisible by ``K`` needs nothing else. Which kernels qualify and
 ``options.extra["coarsen"]`` (kernel name -> (d, K)), and the runtime learns it from
 the executable image's ``PYSYCL/coarsening`` property set (``bundle/coarsening.py``).
 
+A kernel with reducers (a ``range`` kernel) keeps one accumulator per reducer for all
+its copies: each copy combines into it as its work-item would have into its own, and
+``lower_reducers``, which runs after this pass, appends one work-group reduction and
+one write per work-group after the copies. Its copies need no neighbour's data, so
+they take work-items ``S = ceil(G / K)`` apart instead of consecutive ones (copy ``k``
+is work-item ``wi.global_id(d) + k * S``): at each copy the work-items of a warp read
+consecutive elements, as the uncoarsened kernel does.
+
 >>> from pysycl.ir.core import Module
 >>> coarsen_threads(Module("m")).functions
 []
@@ -68,6 +76,7 @@ def coarsen_kernel(fn: Function, dim: int, factor: int) -> None:
     if dims is None or not 0 <= dim < dims or factor < 2:
         raise ValueError(f"cannot coarsen kernel {fn.name} by {factor} along {dim}")
     structure_returns(fn)
+    shared = frozenset(r["acc"] for r in fn.attrs.get("reducers") or ())
     prover = _BlockProver(fn, dim)
     proven = prover.collect()
     own = [op for op in fn.body.ops if op.name == "var"]
@@ -76,18 +85,28 @@ def coarsen_kernel(fn: Function, dim: int, factor: int) -> None:
     fn.params.append(extent)
     offset = prover.emit("wi.global_offset", dim=dim)
     launched = prover.emit("wi.global_id", dim=dim)
-    first = prover.emit("add", offset, prover.emit(
-        "mul", prover.emit("sub", launched, offset), prover.const(factor)))
-    fast = prover.block_holds(first, factor, offset, extent.value)
-    head = _substituted(Region(prover.live_pre([first, fast])),
+    if shared:    # work-items S = ceil(G / K) apart (the launch's extent along dim)
+        first = launched
+        stride = prover.emit("floordiv", prover.emit("add", extent.value,
+                                                     prover.const(factor - 1)),
+                             prover.const(factor))
+        last = prover.emit("add", first, prover.emit("mul", stride,
+                                                     prover.const(factor - 1)))
+    else:         # consecutive work-items
+        first = prover.emit("add", offset, prover.emit(
+            "mul", prover.emit("sub", launched, offset), prover.const(factor)))
+        stride = first   # (unused)
+        last = prover.emit("add", first, prover.const(factor - 1))
+    fast = prover.block_holds(first, last, offset, extent.value)
+    head = _substituted(Region(prover.live_pre([first, stride, fast])),
                         {("wi.global_range", dim): extent.value})
     out = Builder(head, fn.loc)
     then, other = out.if_(fast)
-    block = _Block(dims, dim, factor, first, offset, extent.value, body)
+    block = _Block(dims, dim, factor, first, stride, offset, extent.value, body, shared)
     block.emit(then, {op: value for op, _, value in proven})   # all inside, proven values
     block.emit(other, None)                                     # each copy checks
-    fn.body.ops = own + [_renamed_decl(op, k) for k in range(1, factor) for op in own] + \
-        head.ops
+    fn.body.ops = own + [_renamed_decl(op, k) for k in range(1, factor) for op in own
+                         if op.attrs["name"] not in shared] + head.ops
     fn.attrs.pop(ATTR, None)
     fn.attrs[DONE_ATTR] = {"dim": dim, "factor": factor}
 
@@ -107,10 +126,10 @@ class _BlockProver(_Splitter):
             return None      # (the row split's local-id forms do not apply here)
         return super()._affine_of(v)
 
-    def block_holds(self, first: Value, factor: int, offset: Value, extent: Value) -> Value:
-        """Whether work-items ``first .. first + factor - 1`` all exist and lie where
-        every proven comparison holds (and the values it was proven from within LIMIT)."""
-        last = self.emit("add", first, self.const(factor - 1))
+    def block_holds(self, first: Value, last: Value, offset: Value, extent: Value) -> Value:
+        """Whether work-items ``first .. last`` (the copies' lowest and highest) all
+        exist and lie where every proven comparison holds (and the values it was proven
+        from within LIMIT): the comparisons hold on an interval, so on all of those."""
         conds = [self.emit("cmp", first, self.const(-LIMIT), type=BOOL, pred="ge"),
                  self.emit("cmp", last, self.const(LIMIT), type=BOOL, pred="le"),
                  self.emit("cmp", self.emit("sub", last, offset), extent, type=BOOL,
@@ -134,18 +153,20 @@ _NOT_AFFINE = frozenset({"wi.global_linear_id", "wi.local_linear_id", "wi.local_
 class _Block:
     """Emits the ``factor`` copies of a body, one per work-item of a block."""
 
-    def __init__(self, dims: int, dim: int, factor: int, first: Value, offset: Value,
-                 extent: Value, body: Region):
+    def __init__(self, dims: int, dim: int, factor: int, first: Value, stride: Value,
+                 offset: Value, extent: Value, body: Region, shared: frozenset[str]):
         self.dims, self.dim, self.factor = dims, dim, factor
-        self.first, self.offset, self.extent, self.body = first, offset, extent, body
+        self.first, self.stride, self.offset = first, stride, offset
+        self.extent, self.body, self.shared = extent, body, shared
         self.linear = any(op.name == "wi.global_linear_id" for op in body.walk())
 
     def emit(self, b: Builder, known: dict[Op, bool] | None) -> None:
         """The copies into ``b``: with ``known`` (cmp op -> value), unguarded and with
         those comparisons constant; without, each guarded by its item's existence."""
         for k in range(self.factor):
-            item = self.first if k == 0 else \
-                b.op("add", self.first, b.const(k, I64), type=I64)
+            step = b.const(k, I64) if not self.shared else \
+                b.op("mul", self.stride, b.const(k, I64), type=I64)
+            item = self.first if k == 0 else b.op("add", self.first, step, type=I64)
             rewrite = {("wi.global_id", self.dim): item,
                        ("wi.global_range", self.dim): self.extent}
             if self.linear:
@@ -161,7 +182,7 @@ class _Block:
             for op, value in (known or {}).items():
                 _make_constant(copies[op.result].owner, value)
             if k:
-                _rename_vars(copy, k)
+                _rename_vars(copy, k, self.shared)
             where.region.ops.extend(_substituted(copy, rewrite).ops)
 
 
@@ -189,10 +210,11 @@ def _renamed_decl(op: Op, k: int) -> Op:
     return Op("var", attrs={**op.attrs, "name": f"{op.attrs['name']}@{k}"}, loc=op.loc)
 
 
-def _rename_vars(r: Region, k: int) -> None:
-    """Copy ``k`` of the body gets locals of its own."""
+def _rename_vars(r: Region, k: int, shared: frozenset[str]) -> None:
+    """Copy ``k`` of the body gets locals of its own (but the reducers' accumulators,
+    ``shared``, which all copies combine into)."""
     for op in r.walk():
-        if op.name in _RENAMED:
+        if op.name in _RENAMED and op.attrs["name"] not in shared:
             op.attrs["name"] = f"{op.attrs['name']}@{k}"
         elif op.name == "for":
             op.attrs["var"] = f"{op.attrs['var']}@{k}"
