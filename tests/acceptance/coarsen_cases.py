@@ -100,6 +100,51 @@ def histogram(it: sycl.item[1], data: sycl.global_ptr[np.int32], bins: sycl.glob
     sycl.atomic_ref(bins, data[it.get_id(0)]).fetch_add(np.int32(1))
 
 
+# Kernels with reductions: every copy of a work-item combines into its one accumulator.
+@sycl.kernel
+def red_scalars(it: sycl.item[1], x: sycl.global_ptr[F32], k: sycl.global_ptr[np.int32],
+                s: sycl.reducer[F32], p: sycl.reducer[I64, sycl.multiplies],
+                lo: sycl.reducer[np.int32, sycl.minimum], hi: sycl.reducer[F32, sycl.maximum],
+                xo: sycl.reducer[np.uint32, sycl.bit_xor],
+                bits: sycl.reducer[np.int32, sycl.bit_or]):
+    i = it.get_id(0)
+    s += x[i]
+    p *= I64(k[i] % 8 - 4)
+    lo.combine(k[i])
+    hi.combine(x[i])
+    xo ^= np.uint32(k[i])
+    bits |= k[i] & (k[i] >> 20)
+
+
+@sycl.kernel
+def red_span(it: sycl.item[1], x: sycl.global_ptr[np.int32], h: sycl.reducer[np.int32, 16],
+             top: sycl.reducer[np.int32, 16, sycl.maximum]):
+    v = x[it.get_id(0)]
+    if v < 0:
+        return            # an early return ends the copy, not the thread's others
+    h[v % 16] += 1
+    top[v % 16].combine(v)
+
+
+@sycl.kernel
+def red_buffer(it: sycl.item[1], a: sycl.accessor[F32, 1, sycl.read_only],
+               s: sycl.reducer[F32], n: sycl.reducer[I64]):
+    s += a[it]
+    n += I64(1)
+
+
+@sycl.kernel
+def red_2d(it: sycl.item[2], x: sycl.global_ptr[F32], s: sycl.reducer[F32],
+           m: sycl.reducer[I64, sycl.maximum]):
+    s += x[it.get_linear_id()]
+    m.combine(it.get_id(0) * 1000 + it.get_range(0))
+
+
+@sycl.kernel
+def red_nd(nd: sycl.nd_item[1], x: sycl.global_ptr[F32], s: sycl.reducer[F32]):
+    s += x[nd.get_global_id(0)]
+
+
 # Kernels that cannot ------------------------------------------------------------------------
 @sycl.kernel
 def with_barrier(nd: sycl.nd_item[1], x: sycl.global_ptr[F32], y: sycl.global_ptr[F32],
@@ -266,6 +311,96 @@ def case_with_local_linear(q):
     q.parallel_for(sycl.nd_range(sycl.range(24), sycl.range(6)), with_local_linear, out).wait()
     check(out.to_numpy(), np.arange(24) % 6, "with_local_linear")
     return plan(with_local_linear, q)
+
+
+INIT = sycl.property.reduction.initialize_to_identity()
+SIZES = (1, 7, 1001, 4099)    # not divisible by the factors the tests force (4, 16)
+
+
+def shared(q, host):
+    a = sycl.malloc_shared(host.shape, host.dtype, q)
+    a[:] = host
+    return a
+
+
+def case_red_scalars(q):
+    for n in SIZES:
+        x = RNG.integers(-50, 50, n).astype(F32)        # integers: exact float sums
+        k = RNG.integers(-2**31, 2**31, n, dtype=np.int32)
+        outs = [shared(q, np.array([v], t)) for v, t in
+                ((1.5, F32), (3, I64), (0, np.int32), (0, F32), (0xf0f0, np.uint32),
+                 (4, np.int32))]
+        q.parallel_for(sycl.range(n), red_scalars, shared(q, x), shared(q, k),
+                       sycl.reduction(outs[0], sycl.plus()),
+                       sycl.reduction(outs[1], sycl.multiplies()),
+                       sycl.reduction(outs[2], sycl.minimum(), INIT),
+                       sycl.reduction(outs[3], sycl.maximum(), INIT),
+                       sycl.reduction(outs[4], sycl.bit_xor()),
+                       sycl.reduction(outs[5], sycl.bit_or(), INIT)).wait()
+        with np.errstate(over="ignore"):
+            prod = np.prod((k % 8 - 4).astype(I64)) * 3     # wraps as the kernel's does
+        want = [x.sum() + F32(1.5), prod, k.min(), x.max(),
+                np.bitwise_xor.reduce(k.view(np.uint32)) ^ np.uint32(0xf0f0),
+                np.bitwise_or.reduce(k & (k >> 20))]
+        got = [o.to_numpy()[0] for o in outs]
+        for g, w, what in zip(got, want, ("sum", "product", "min", "max", "xor", "or")):
+            if g != w:
+                raise AssertionError(f"red_scalars {what} of {n}: {g}, expected {w}")
+    return plan(red_scalars, q)
+
+
+def case_red_span(q):
+    for n in SIZES:
+        x = RNG.integers(-10**5, 10**6, n).astype(np.int32)
+        h = shared(q, np.arange(16, dtype=np.int32))
+        top = shared(q, np.zeros(16, np.int32))
+        q.parallel_for(n, red_span, shared(q, x), sycl.reduction(sycl.span(h, 16), sycl.plus()),
+                       sycl.reduction(sycl.span(top), sycl.maximum(), INIT)).wait()
+        kept = x[x >= 0]
+        want_top = np.full(16, np.iinfo(np.int32).min, np.int32)
+        np.maximum.at(want_top, kept % 16, kept)
+        exact(h.to_numpy(), np.bincount(kept % 16, minlength=16) + np.arange(16), "red_span")
+        exact(top.to_numpy(), want_top, "red_span top")
+    return plan(red_span, q)
+
+
+def case_red_buffer(q):
+    for n in SIZES:
+        x = RNG.integers(-50, 50, n).astype(F32)
+        total, count = np.array([123.0], F32), np.array([7], I64)
+        with sycl.buffer(x) as bx, sycl.buffer(total) as bt, sycl.buffer(count) as bn:
+            q.submit(lambda cgh: cgh.parallel_for(
+                n, red_buffer, sycl.accessor(bx, cgh, sycl.read_only),
+                sycl.reduction(bt, cgh, sycl.plus(), INIT),
+                sycl.reduction(bn, cgh, sycl.plus()))).wait()
+        exact(total, [x.sum()], "red_buffer sum")
+        exact(count, [n + 7], "red_buffer count")
+    return plan(red_buffer, q)
+
+
+def case_red_2d(q):
+    for rows, cols in ((13, 5), (1, 3), (33, 2)):
+        x = RNG.integers(-50, 50, (rows, cols)).astype(F32)
+        s, m = shared(q, np.array([0.5], F32)), shared(q, np.array([-1], I64))
+        q.parallel_for(sycl.range(rows, cols), red_2d, shared(q, x),
+                       sycl.reduction(s, sycl.plus()), sycl.reduction(m, sycl.maximum())).wait()
+        exact(s.to_numpy(), [x.sum() + F32(0.5)], "red_2d sum")
+        exact(m.to_numpy(), [(rows - 1) * 1000 + rows], "red_2d max")
+    return plan(red_2d, q)
+
+
+def case_red_nd(q):
+    x = RNG.integers(-50, 50, 64).astype(F32)
+    s = shared(q, np.zeros(1, F32))
+    q.parallel_for(sycl.nd_range(sycl.range(64), sycl.range(8)), red_nd, shared(q, x),
+                   sycl.reduction(s, sycl.plus())).wait()
+    exact(s.to_numpy(), [x.sum()], "red_nd")
+    return plan(red_nd, q)
+
+
+def exact(got, expected, what):
+    if not np.array_equal(np.asarray(got), np.asarray(expected)):
+        raise AssertionError(f"{what}: wrong result\n{got}\nexpected\n{expected}")
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}

@@ -2,7 +2,8 @@
 or not each work-item runs several work-items' bodies, for 1-, 2- and 3-D ranges not
 divisible by the factor, ``get_range``/``get_id``/``get_linear_id``/``get_offset``, an
 offset nd_range, nd_range kernels asking about work-groups in another dimension, an
-early ``return`` and atomics; the kernels that must not be coarsened (barrier and
+early ``return``, atomics and reductions (every operator kind, span reducers, several
+in one kernel, ``initialize_to_identity`` or not, buffers and USM); the kernels that must not be coarsened (barrier and
 local memory, a required work-group size, the local linear id) are not. Each run is a
 process of its own (``coarsen_cases.py``): the setting is read when kernels are built,
 and a crash is a failure."""
@@ -23,10 +24,12 @@ from pysycl.bundle.coarsening import COARSENING_SET
 
 HERE = Path(__file__).resolve().parent
 CAN = ("conv_acc", "conv_usm", "histogram", "nd_other_dim", "queries_2d", "queries_3d",
-       "stencil_1d")
-CANNOT = ("with_barrier", "with_local_linear", "with_wg_size")
-# What ``auto`` picks: the stencils (reuse along dimension 0 of a 2-D range), on CUDA.
-AUTO = {"conv_acc": "0x4", "conv_usm": "0x4"}
+       "red_2d", "red_buffer", "red_scalars", "red_span", "stencil_1d")
+CANNOT = ("red_nd", "with_barrier", "with_local_linear", "with_wg_size")
+# What ``auto`` picks, on CUDA: the stencils (reuse along dimension 0 of a 2-D range) by
+# 4, the range kernels with reductions by 16.
+AUTO = {"conv_acc": "0x4", "conv_usm": "0x4", "red_2d": "0x16", "red_buffer": "0x16",
+        "red_scalars": "0x16", "red_span": "0x16"}
 
 
 def _run(device_param, setting: str, **env) -> dict[str, str]:
@@ -42,7 +45,7 @@ def _run(device_param, setting: str, **env) -> dict[str, str]:
     return dict(line.split() for line in done.stdout.splitlines())
 
 
-@pytest.mark.parametrize("factor", [2, 4])
+@pytest.mark.parametrize("factor", [2, 4, 16])
 def test_forced_factor_gives_numpy_results(device_param, factor, tmp_path):
     trace = tmp_path / "run.json"
     plans = _run(device_param, str(factor), PYSYCL_TRACE=str(trace))
@@ -56,6 +59,7 @@ def test_forced_factor_gives_numpy_results(device_param, factor, tmp_path):
     assert "not coarsened: it has the work-group property sycl-work-group-size" in \
         said["with_wg_size"]
     assert "not coarsened: it asks for its local linear id" in said["with_local_linear"]
+    assert "not coarsened: it has reductions and an nd_item" in said["red_nd"]
 
 
 def test_cached_builds_keep_their_geometry(device_param, tmp_path):
@@ -67,7 +71,7 @@ def test_cached_builds_keep_their_geometry(device_param, tmp_path):
         assert {plans[name] for name in CAN} == {plan}
 
 
-def test_auto_coarsens_stencils_on_cuda_only(device_param):
+def test_auto_coarsens_stencils_and_reductions_on_cuda_only(device_param):
     plans = _run(device_param, "auto")
     expected = AUTO if device_param.backend == "cuda" else {}
     assert plans == {name: expected.get(name, "-") for name in CAN + CANNOT}

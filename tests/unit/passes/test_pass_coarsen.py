@@ -159,8 +159,15 @@ def calls_query(it: sycl.item[1], x: sycl.global_ptr[I64]):
 
 
 @sycl.kernel
-def reduces(it: sycl.item[1], x: sycl.global_ptr[F32], s: sycl.reducer[F32]):
+def reduces(nd: sycl.nd_item[1], x: sycl.global_ptr[F32], s: sycl.reducer[F32]):
+    s += x[nd.get_global_id(0)]
+
+
+@sycl.kernel
+def reduces_over_a_range(it: sycl.item[1], x: sycl.global_ptr[F32], s: sycl.reducer[F32],
+                         h: sycl.reducer[I64, 4]):
     s += x[it.get_id(0)]
+    h[it.get_id(0) % 4] += 1
 
 
 @sycl.kernel
@@ -182,7 +189,7 @@ def single(x: sycl.global_ptr[F32]):
     (group_linear, "group linear id"),
     (local_id_everywhere, "local id or group in every dimension"),
     (calls_query, "which asks about its work-item"),
-    (reduces, "reductions"),
+    (reduces, "reductions and an nd_item"),
     (single, "not a range or nd_range kernel"),
 ])
 def test_what_rules_coarsening_out_says_why(kernel, why):
@@ -210,6 +217,18 @@ REUSE_ROWS = {"dims": 2, "allowed": [0, 1], "reuse": [0, 1], "ops": 50}
     ({"dims": 3, "allowed": [0, 1, 2], "reuse": [1, 2], "ops": 9}, "opencl", 8, (1, 8)),
     ({"dims": 2, "allowed": [1], "reuse": [0], "ops": 9}, "cuda", 4, (1, 4)),
     (None, "cuda", 4, None),
+    # Reductions: auto coarsens by 16 on CUDA (fewer work-groups and atomics), along
+    # the slowest dimension, even without reuse; small bodies only.
+    ({"dims": 1, "allowed": [0], "reuse": [], "ops": 9, "reducers": True}, "cuda", "auto",
+     (0, 16)),
+    ({"dims": 2, "allowed": [0, 1], "reuse": [], "ops": 9, "reducers": True}, "cuda",
+     "auto", (0, 16)),
+    ({"dims": 1, "allowed": [0], "reuse": [], "ops": 9, "reducers": True}, "opencl",
+     "auto", None),
+    ({"dims": 1, "allowed": [0], "reuse": [], "ops": 500, "reducers": True}, "cuda",
+     "auto", None),
+    ({"dims": 1, "allowed": [0], "reuse": [], "ops": 9, "reducers": True}, "opencl", 4,
+     (0, 4)),
 ])
 def test_plan_of_a_build(verdict, backend, knob, plan):
     assert choose(verdict, backend, knob) == plan
@@ -306,3 +325,23 @@ def test_malformed_record_is_invalid(raw, dims):
     with pytest.raises(exception) as info:
         coarsening.of_image(Image, "k", dims)
     assert info.value.code() == errc.invalid and "kernel k" in str(info.value)
+
+
+def test_reducer_copies_share_the_accumulators_and_stride_by_the_launch():
+    """The copies combine into the reducers' one accumulator each (a scalar and a span),
+    and copy k is work-item ``id + k * ceil(G / K)``; the work-group reduction that
+    lower_reducers appends comes after all of them, once per reducer element."""
+    module, fn = linked(reduces_over_a_range)
+    assert fn.attrs[ATTR]["reducers"] is True
+    accs = {r["acc"] for r in fn.attrs["reducers"]}
+    coarsen_kernel(fn, 0, 4)
+    names = {op.attrs["name"] for op in fn.walk() if op.name.startswith("var")}
+    assert accs <= names and not any(n.partition("@")[0] in accs and "@" in n for n in names)
+    decls = [op.attrs["name"] for op in fn.body.ops if op.name == "var"]
+    assert all(decls.count(acc) == 1 for acc in accs)
+    assert any(op.name == "floordiv" for op in fn.body.ops)    # the stride ceil(G / K)
+    device_kernel_pipeline().run(module, PassOptions(verify=True))
+    reduces_at = [i for i, op in enumerate(fn.body.ops) if op.name == "group.reduce"]
+    assert len(reduces_at) == 1 + 4
+    assert all(op.name != "group.reduce" for top in fn.body.ops[:reduces_at[0]]
+               for op in top.walk())
