@@ -168,7 +168,8 @@ MAX_COARSEN = 64
 def coarsen() -> str | int:
     """``PYSYCL_COARSEN``: thread coarsening, where each thread runs several consecutive
     work-items of a kernel (``passes/coarsen_threads.py``). ``auto`` (default): the
-    compiler's choice (CUDA kernels with neighbour reuse, such as stencils); ``off``
+    compiler's choice (CUDA kernels with neighbour reuse, such as stencils, and range
+    kernels with reductions); ``off``
     (or ``0``, ``1``): never; an integer K from 2 to 64: every kernel that can be, on
     every backend.
 
