@@ -169,9 +169,8 @@ def coarsen() -> str | int:
     """``PYSYCL_COARSEN``: thread coarsening, where each thread runs several consecutive
     work-items of a kernel (``passes/coarsen_threads.py``). ``auto`` (default): the
     compiler's choice (CUDA kernels with neighbour reuse, such as stencils, and range
-    kernels with reductions); ``off``
-    (or ``0``, ``1``): never; an integer K from 2 to 64: every kernel that can be, on
-    every backend.
+    kernels with reductions); ``off`` (or ``0``, ``1``): never; an integer K from 2 to
+    64: every kernel that can be, on every backend.
 
     >>> coarsen() in ("auto", "off") or 2 <= coarsen() <= MAX_COARSEN
     True
