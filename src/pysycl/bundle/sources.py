@@ -16,12 +16,11 @@ True
 """
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import warnings
 from typing import Callable, Iterable, TypeVar
 
+from ..detail.callers import user_stacklevel
 from ..detail.memo import Memo, memo_of
 from ..errors import errc, exception
 from ..ir.core import Module
@@ -234,16 +233,7 @@ def _warn_left_out(what: str, err: exception) -> None:
         _warned.add(what)
     first = str(err).splitlines()[0] if str(err) else type(err).__name__
     warnings.warn(f"{what} is left out of the kernel bundle: it does not compile ({first})",
-                  RuntimeWarning, stacklevel=_user_stacklevel())
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of the first caller outside pysycl (where the warning belongs)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
-        frame, level = frame.f_back, level + 1
-    return level
+                  RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def libraries_for(images: Iterable[device_image]) -> list[device_image]:

@@ -24,9 +24,7 @@ import hashlib
 import inspect
 import json
 import logging
-import os
 import statistics
-import sys
 import time
 import warnings
 
@@ -35,6 +33,7 @@ import numpy as np
 from .. import config
 from ..bundle import toolchain, warm_index
 from ..bundle.cache import CacheKey, tuning_cache
+from ..detail.callers import user_stacklevel
 from ..errors import errc, exception
 from .buffer import accessor
 from .ranges import SINGLE_TASK
@@ -70,7 +69,7 @@ def measure(tuned, queue, space, args, cgh, deps, properties) -> list:
                 failures.append((cfg, e))
                 warnings.warn(f"autotune of kernel {tuned.name}: config {cfg.index} "
                               f"{cfg.label} skipped: {_first_line(e)}", RuntimeWarning,
-                              stacklevel=_user_stacklevel())
+                              stacklevel=user_stacklevel())
     finally:
         saved.restore()
     tuned.stats["tunings"] += 1
@@ -142,15 +141,6 @@ def _all_failed(tuned, failures) -> exception:
 def _first_line(e: BaseException) -> str:
     text = str(e).splitlines()[0] if str(e) else ""
     return f"{type(e).__name__}: {text}" if not isinstance(e, exception) else text
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of the first caller outside pysycl (where the warning belongs)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _accessor_for(acc: accessor, cgh, mode=None) -> accessor:
