@@ -141,6 +141,9 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, cont
         return _cuda_pointer(value, dev, kernel, name, keep, stream)
     if hasattr(value, "__sycl_usm_array_interface__"):
         return _sycl_usm_pointer(value, dev, kernel, name, keep)
+    if isinstance(value, np.generic):   # (has __array_interface__: a copy of the value)
+        raise _arg_error(kernel, name, f"expected an array, got the NumPy scalar {value!r}: "
+                         "a kernel would write into a temporary copy", type_error)
     host = reaches_host_memory(desc)
     if host and hasattr(value, "__array_interface__"):
         iface = value.__array_interface__

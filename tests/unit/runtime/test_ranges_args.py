@@ -93,3 +93,19 @@ def test_pointer_accessor_and_local_packing():
     host = np.zeros(3, np.float32)
     out = []
     q.submit(lambda cgh: out.append(pk.steps[0](host, [], cgh, [])))
+
+
+def test_a_numpy_scalar_is_no_memory_for_a_pointer_parameter():
+    # np.float32(1.0) exposes __array_interface__ over a temporary copy of its value: a
+    # kernel writing through it would change nothing the program can see.
+    @sycl.kernel
+    def doubles(it: sycl.item[1], a: sycl.global_ptr[np.float32]):
+        a[it] = a[it] * 2.0
+
+    q = sycl.queue()
+    with pytest.raises(TypeError, match="NumPy scalar"):
+        q.parallel_for(1, doubles, np.float32(1.0))
+    host = np.random.default_rng(5).random(4, dtype=np.float32)
+    want = host * 2
+    q.parallel_for(4, doubles, host).wait()
+    np.testing.assert_array_equal(host, want)
