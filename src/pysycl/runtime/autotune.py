@@ -38,6 +38,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import config
+from ..bundle.kernel_bundle import kernel_object
+from ..bundle.kernel_id import get_kernel_id
 from ..detail.memo import Memo
 from ..errors import errc, exception, type_error
 from ..host_objects import specialization_id
@@ -380,8 +382,6 @@ def _positions(names, params: list[str], kernel: str, what: str) -> tuple[int, .
 def _kernel_name(kernel) -> str:
     """The name of a ``@sycl.kernel`` function; ``errc.invalid`` for anything else (a
     ``sycl.kernel`` object runs with its bundle's values: nothing to choose)."""
-    from ..bundle.kernel_bundle import kernel_object
-    from ..bundle.kernel_id import get_kernel_id
     kid = None
     if not isinstance(kernel, kernel_object) and callable(getattr(kernel, "signature", None)):
         try:

@@ -33,9 +33,13 @@ import numpy as np
 from .. import config
 from ..bundle import toolchain, warm_index
 from ..bundle.cache import CacheKey, tuning_cache
+from ..bundle.kernel_id import get_kernel_id
+from ..bundle.linker import default_linked_kernel
 from ..detail.callers import user_stacklevel
 from ..errors import errc, exception
+from ..types import access_mode
 from .buffer import accessor
+from .queue import queue as queue_cls
 from .ranges import SINGLE_TASK
 from .usm import usm_array
 
@@ -50,7 +54,6 @@ def measure(tuned, queue, space, args, cgh, deps, properties) -> list:
     (``None`` for one that failed, with a warning naming it); ``sycl.exception`` when
     every config failed. ``cgh``: the command group of a handler launch (its other
     specialization-constant values apply)."""
-    from .queue import queue as queue_cls
     _wait_for_inputs(queue, deps)
     mq = queue_cls(queue.get_device(), queue.get_context(), in_order=True)
     group_spec = dict(cgh._spec) if cgh is not None and cgh._spec else {}
@@ -198,7 +201,6 @@ def _save_pointer(mq, value, name: str, kernel: str):
 def _save_accessor(mq, acc: accessor):
     """Save what a writable accessor sees (through a copy command of its own, which
     waits for the buffer's earlier writers); returns what restores it."""
-    from ..types import access_mode
     kept = np.empty(tuple(acc._range), acc.dtype)
     mq.submit(lambda h: h.copy(_accessor_for(acc, h, access_mode.read_only), kept)).wait()
 
@@ -274,8 +276,6 @@ def _source_digest(kernel) -> str:
 
 def spec_constants_read(kernel) -> list[str]:
     """Symbolic IDs of the specialization constants the linked kernel reads."""
-    from ..bundle.kernel_id import get_kernel_id
-    from ..bundle.linker import default_linked_kernel
     return list(default_linked_kernel(get_kernel_id(kernel)).spec_ids.offsets)
 
 
