@@ -31,6 +31,7 @@ from .. import config
 from ..detail import trace
 from ..detail.memo import Memo
 from ..errors import errc, exception
+from ..properties import as_properties, spec_constant_lowering
 from . import build_chain, coarsening, stats, toolchain, warm_index
 from .build_chain import BuildJob
 from .cache import CacheKey, default_cache
@@ -82,7 +83,6 @@ def lowering_from_properties(props) -> str:
     """The ``sycl.spec_constant_lowering`` mode in a build property list (or ``auto``)."""
     if props is None:
         return "auto"
-    from ..properties import as_properties, spec_constant_lowering
     p = as_properties(props)
     if p.has_property(spec_constant_lowering):
         return p.get_property(spec_constant_lowering).mode
