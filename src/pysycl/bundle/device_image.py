@@ -18,6 +18,7 @@ import enum
 import threading
 from typing import Any, Iterable
 
+from ..properties.aspects import aspect
 from ..errors import errc, exception
 from ..ir.core import Function, Module
 from . import property_sets as ps
@@ -374,7 +375,6 @@ def kernel_requirements(fn: Function) -> dict[str, Any]:
 
 def kernel_compatible(fn: Function, device) -> bool:
     """SYCL 2020 4.11.9: aspects, required work-group size, required sub-group size."""
-    from ..properties.aspects import aspect
     req = kernel_requirements(fn)
     for a in req.get("aspects", ()):
         try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+from ..properties.aspects import aspect
+from ..properties import properties_for
 from ..errors import errc, exception
 from . import toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible, prebuilt_image
@@ -26,7 +28,6 @@ from .sources import input_image, input_images, object_image, skipping_failures
 def _build_properties(props, what: str):
     """``props`` checked to be build properties (a kernel or device_global property
     given to compile/link/build would otherwise be ignored)."""
-    from ..properties import properties_for
     return properties_for(props, "build", f"sycl.{what}")
 
 
@@ -42,7 +43,6 @@ def _state(state) -> bundle_state:
 
 
 def _aspect(name: str):
-    from ..properties.aspects import aspect
     return aspect[name]
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Mapping, Sequence
 
+from ..properties import properties_for
+from ..properties.aspects import aspect
 from .. import config
 from ..backends.base import KernelArg, KernelArgKind
 from ..detail.memo import LRUMemo
@@ -148,7 +150,6 @@ def _sycl_range(sizes) -> str:
 
 def unsupported_reason(props: Mapping[str, str], device) -> str | None:
     """Why a kernel with meta ``props`` cannot run on ``device`` (None: it can)."""
-    from ..properties.aspects import aspect
     name = getattr(device, "name", device)
     for number in _ints(props.get("sycl-device-has")) or ():
         try:
@@ -249,7 +250,6 @@ class Launcher:
         """Kernel properties given at launch: combined with the kernel's own (a
         different value is ``errc.invalid``), then checked against the device
         (``errc.kernel_not_supported``)."""
-        from ..properties import properties_for
         # Kernel properties and the build's spec-constant lowering; a device_global or
         # argument property at a launch is an error, not ignored.
         plist = properties_for(launch_properties, ("kernel", "build"),

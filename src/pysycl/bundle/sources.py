@@ -20,6 +20,7 @@ import threading
 import warnings
 from typing import Callable, Iterable, TypeVar
 
+from .device_globals import image_device_globals
 from ..detail.callers import user_stacklevel
 from ..detail.memo import Memo, memo_of
 from ..errors import errc, exception
@@ -59,7 +60,6 @@ def input_image(kid: kernel_id) -> device_image:
 
 def image_scope_ids(img: device_image) -> set[str]:
     """The ``device_image_scope`` device_globals an image uses."""
-    from .device_globals import image_device_globals
     return {uid for uid, _size, scoped, _init in image_device_globals(img) if scoped}
 
 

@@ -67,6 +67,7 @@ import types
 
 import numpy as np
 
+from ..host_objects import _Identifiable
 from .. import config
 from ..detail.names import closure_vars, lookup_name
 from ..ir.types import parse_type
@@ -144,7 +145,6 @@ def fingerprint_value(value, names: frozenset = frozenset(), fp: "_Fingerprinter
             fp.externals.append(value.name)
             return f"external:{value.name}"
         return f"{kind}:{value.name}:{fp.function(value)}"
-    from ..host_objects import _Identifiable
     if isinstance(value, _Identifiable):
         extra = (value.default_bytes.hex() if hasattr(value, "default_bytes")
                  else repr(getattr(value, "properties", None)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from ..bundle import this_module
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from .device import device
@@ -99,7 +100,6 @@ class context:
         """One ``kernel_bundle`` in ``state`` per Python module (translation unit) that
         defines kernels or ``@sycl.external`` functions, for this context's devices
         (the SYCL Modules proposal's ``context::get_modules``)."""
-        from ..bundle import this_module
         return this_module.module_bundles(self, state)
 
     def _contains(self, dev: device) -> bool:

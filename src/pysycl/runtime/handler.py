@@ -272,12 +272,10 @@ class handler:
 
     def prefetch(self, ptr, num_bytes=None):
         """Hint that ``num_bytes`` (default: to the end) of USM at ``ptr`` will be used."""
-        from . import memops
         memops.prefetch(self, ptr, num_bytes)
 
     def mem_advise(self, ptr, num_bytes, advice):
         """Backend advice on a USM range (no effect on the backends here)."""
-        from . import memops
         memops.mem_advise(self, ptr, num_bytes, advice)
 
     def update_host(self, acc: accessor) -> None:

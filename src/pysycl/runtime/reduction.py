@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .args import pointer_of
 from .. import functional
 from ..errors import errc, exception
 from ..properties import as_properties, no_init
@@ -204,7 +205,6 @@ class bound_reduction:
                                 "was made for another command group (sycl.reduction(buf, "
                                 "cgh, ...) takes this group's handler)")
             return red._acc._mem._memory_for(dev, ctx)
-        from .args import pointer_of
         mem, dtype, nbytes = pointer_of(red.target, dev, kernel, name, self.keep,
                                         self.cgh._queue._stream)
         if nbytes < red.count * red.dtype.itemsize:
