@@ -241,3 +241,19 @@ def reset() -> None:
     """Forget every instance (tests)."""
     with _lock:
         _instances.clear()
+
+
+def scope_group(uses: dict, seed) -> set:
+    """The keys of ``uses`` (each mapped to the ``device_image_scope`` variables it uses)
+    linked to ``seed`` through shared variables, directly or through others: the
+    kernels that must share one image (DPC++'s per-source split for such variables)."""
+    members, shared = {seed}, set(uses[seed])
+    grew = True
+    while grew:   # to a fixed point: a kernel joining brings its variables
+        grew = False
+        for key, used in uses.items():
+            if key not in members and used & shared:
+                members.add(key)
+                shared |= used
+                grew = True
+    return members

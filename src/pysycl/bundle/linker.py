@@ -27,6 +27,7 @@ from ..ir.core import Module
 from ..passes.spec_constants import SpecConstantIds, spec_constants_used
 from . import build_chain, stats, toolchain
 from .build_chain import Job
+from .device_globals import scope_group
 from .device_image import device_image
 from .kernel_id import kernel_id, kernel_id_by_name
 from .sources import input_image, libraries_for, object_image
@@ -170,16 +171,7 @@ def _image_scope_groups(linked: Module, ids: SpecConstantIds) -> list[ImageGroup
                             "kernels that use it in one module")
     groups, left = [], dict(uses)
     while left:
-        name, used = next(iter(left.items()))
-        members, shared = {name}, set(used)
-        grew = True
-        while grew:
-            grew = False
-            for n, u in left.items():
-                if n not in members and u & shared:
-                    members.add(n)
-                    shared |= u
-                    grew = True
+        members = scope_group(left, next(iter(left)))
         for n in members:
             del left[n]
         if len(members) > 1:

@@ -20,7 +20,7 @@ import threading
 import warnings
 from typing import Callable, Iterable, TypeVar
 
-from .device_globals import image_device_globals
+from .device_globals import image_device_globals, scope_group
 from ..detail.callers import user_stacklevel
 from ..detail.memo import Memo, memo_of
 from ..errors import errc, exception
@@ -78,15 +78,7 @@ def _image_scope_group(kid: kernel_id, own: device_image) -> device_image:
                 continue
             if ids:
                 uses[k] = ids
-    group, ids = {kid}, set(uses[kid])
-    grew = True
-    while grew:   # kernels sharing a variable with the group join it, to a fixed point
-        grew = False
-        for k, used in uses.items():
-            if k not in group and used & ids:
-                group.add(k)
-                ids |= used
-                grew = True
+    group = scope_group(uses, kid)
     members = [k for k in ordered if k in group] or [kid]
     if len(members) == 1:
         return own
