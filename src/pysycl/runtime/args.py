@@ -137,8 +137,6 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, cont
             raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
                              f"used on {dev.name!r}")
         return value.memory_handle, value.dtype, value.nbytes
-    if _known and id(value) in _known and desc.backend == "cuda":   # (seen before)
-        return _cuda_pointer(value, dev, kernel, name, keep, stream)
     if hasattr(value, "__sycl_usm_array_interface__"):
         return _sycl_usm_pointer(value, dev, kernel, name, keep)
     if isinstance(value, np.generic):   # (has __array_interface__: a copy of the value)
