@@ -365,10 +365,14 @@ def _order_after(producer, dev, stream, keep) -> None:
     """Make ``stream`` wait for the work issued so far on the producer's stream (the
     ``__cuda_array_interface__`` v3 ``stream``: None means none to wait for). A queue
     on the producer's own stream needs nothing: its commands follow in issue order (a
-    queue made on the legacy default stream, handle 0, is the interface's 1)."""
-    if producer is None or stream is None or int(producer) == (stream.ptr or 1):
+    queue made on the legacy default stream, handle 0, is the interface's 1); nor does
+    a queue's blocking stream after the legacy default stream (CuPy's and PyTorch's
+    default), which CUDA orders itself."""
+    if producer is None or stream is None:
         return
     producer = int(producer)
+    if stream.ordered_after(producer):
+        return
     for item in keep:
         if type(item) is _Waited and item.producer == producer:
             return
@@ -411,6 +415,23 @@ def _torch_probe(value, dev):
     return (value.data_ptr(), tuple(value.shape)), stream or 1
 
 
+# CuPy's null stream in the interface's terms (1, or 2 with per-thread default
+# streams), learnt from its own ``__cuda_array_interface__``.
+_cupy_null: list = [None]
+
+
+def _cupy_probe(value, dev):
+    """CuPy's: what its ``__cuda_array_interface__`` v3 reports (the current stream, the
+    null stream as 1 or 2), read from the array and CuPy's current stream, without the
+    dict the interface builds at every read (two thirds of a launch's time)."""
+    ptr = _sys_modules["cupy"].cuda.get_current_stream().ptr
+    if not ptr:
+        ptr = _cupy_null[0]
+        if ptr is None:
+            return _cai_probe(value, dev)
+    return (value.data.ptr, value.shape), ptr
+
+
 def _probe_for(value):
     """How to ask ``value`` for its address, shape and producer stream on a later
     launch, or None: then it is exported again at every launch (the producer's stream
@@ -422,7 +443,15 @@ def _probe_for(value):
         cai = value.__cuda_array_interface__
     except (AttributeError, RuntimeError):
         return None
-    return _cai_probe if "stream" in cai and cai.get("version", 0) >= 3 else None
+    if "stream" not in cai or cai.get("version", 0) < 3:
+        return None
+    cupy = _sys_modules.get("cupy")
+    if cupy is not None and value.__class__ is cupy.ndarray:
+        if not cupy.cuda.get_current_stream().ptr:
+            _cupy_null[0] = cai["stream"]
+        if _cupy_probe(value, dev=None) == _cai_probe(value, dev=None):
+            return _cupy_probe
+    return _cai_probe
 
 
 def _remember_cuda_array(value, dev, found) -> None:
@@ -436,6 +465,19 @@ def _remember_cuda_array(value, dev, found) -> None:
         return   # nothing to check it by next time, or no weak references
     if seen[0] == int(found[0]):
         _known[id(value)] = _Known(ref, dev, found, probe, seen)
+
+
+def known_karg(value, dev, stream, keep, dt):
+    """The remembered ``KernelArg`` of a CUDA array of another library seen before on
+    ``dev`` (:func:`_known_cuda_array`) whose memory suits a ``global_ptr[dt]``, else None
+    (then the general path checks it, and raises what is wrong)."""
+    hit = _known_cuda_array(value, dev, stream, keep) if _known else None
+    if hit is None:
+        return None
+    have = hit.found[1]
+    if dt is not None and have != dt and have.itemsize and dt.kind != "V":
+        return None
+    return hit.karg
 
 
 def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
@@ -713,16 +755,20 @@ class Packer:
         n = len(user)
         names = ", ".join(f"a{i}" for i in range(n))
         lines = ["def pack(args, cgh, keep=None):",
+                 "    if keep is None:",
+                 "        keep = []",
                  "    try:",
                  f"        {names}, = args",
                  "        dev = cgh._queue._device"]
-        scope = {"USM": usm_array, "slow": self.pack_slow}
+        scope = {"USM": usm_array, "slow": self.pack_slow, "KNOWN": known_karg}
         for i, (p, step) in enumerate(zip(user, self.steps)):
             if p.kind == "global_ptr":
                 scope[f"DT{i}"] = np.dtype(p.dtype) if p.dtype is not None else None
                 cond = (f"a{i}.__class__ is USM and a{i}.device is dev and a{i}.ptr and "
                         f"(a{i}.dtype is DT{i} or DT{i} is None)")
-                lines.append(f"        k{i} = a{i}._karg if {cond} else None")
+                # (Another library's CUDA array seen before: its remembered KernelArg.)
+                lines.append(f"        k{i} = a{i}._karg if {cond} else KNOWN(a{i}, dev, "
+                             f"cgh._queue._stream, keep, DT{i})")
             else:
                 scope[f"C{i}"] = step.cache
                 lines.append(f"        k{i} = C{i}.get((a{i}.__class__, a{i}))")

@@ -108,7 +108,9 @@ class LaunchPlan:
             raise exception(errc.nd_range, f"kernel {self.name} asks for {local_bytes} bytes "
                             f"of local memory; {self.queue.get_device().name!r} has "
                             f"{self.local_limit}")
-        if deps or self.waits or cgh is not None and cgh._accs or keep and _stages(keep):
+        staged = _stages(keep) if keep else None
+        if deps or self.waits or cgh is not None and cgh._accs or staged and (
+                not self.stream_ordered or _copies_out(staged)):
             accs = cgh._accs if cgh is not None else None
             run = self.command(global_size, local_size, offset, packed, local_bytes, keep,
                                accs)
@@ -116,11 +118,14 @@ class LaunchPlan:
         queue = self.queue
         if queue._in_order:
             return self.issue_in_order(global_size, local_size, offset, packed, local_bytes,
-                                       keep)
+                                       keep, staged)
         # Nothing to wait on, out of order: issue now. (Inline: this is every launch of a
-        # launch loop.) A driver error is the launch's asynchronous error.
+        # launch loop.) A driver error is the launch's asynchronous error. Stages that
+        # only copy in (a reduction's identity) go first on the same in-order stream.
         bound = self.bound
         try:
+            if staged:
+                _copy_in(staged)
             if offset is None and bound is not None:
                 tok = bound(global_size, local_size, packed, local_bytes)
             else:
@@ -188,11 +193,13 @@ class LaunchPlan:
         return run
 
     # The fast case: nothing to wait on ---------------------------------------------------
-    def issue_in_order(self, global_size, local_size, offset, packed, local_bytes, keep):
+    def issue_in_order(self, global_size, local_size, offset, packed, local_bytes, keep,
+                       staged=None):
         """Issue the launch now on an in-order queue, and record it as the queue's newest
         command, both under the queue's lock (no other thread's command comes between);
         when the newest command is still to be waited for, the launch becomes a command
-        that waits for it (``queue._submit``)."""
+        that waits for it (``queue._submit``). ``staged``: stages that only copy in, in
+        stream order before the kernel."""
         queue = self.queue
         bound = self.bound
         lock = queue._lock
@@ -205,6 +212,8 @@ class LaunchPlan:
                     last._done or last is queue._issued and self.stream_ordered) or \
                     queue._follows_at_once(last):
                 try:
+                    if staged:
+                        _copy_in(staged)
                     if offset is None and bound is not None:
                         tok = bound(global_size, local_size, packed, local_bytes)
                     else:
@@ -269,9 +278,19 @@ _STAGES = (args_mod.HostStaging, bound_reduction)
 
 def _stages(keep) -> list:
     """What a launch's arguments prepare before it: host arrays copied to the device and
-    back (``args.HostStaging``), reductions' memory (``reduction.bound_reduction``);
-    such a launch is a command, never issued at once."""
+    back (``args.HostStaging``), reductions' memory (``reduction.bound_reduction``). A
+    launch with a stage that copies out is a command (it waits for the kernel); one whose
+    stages only copy in is issued at once where the queue's stream runs in order."""
     return [k for k in keep if k.__class__ in _STAGES]
+
+
+def _copies_out(staged) -> bool:
+    return any(s.copies_out for s in staged)
+
+
+def _copy_in(staged) -> None:
+    for s in staged:
+        s.copy_in()
 
 
 def _launch_staged(launcher, stream, global_size, local_size, offset, packed, local_bytes,
@@ -279,8 +298,7 @@ def _launch_staged(launcher, stream, global_size, local_size, offset, packed, lo
     """A launch with stages: prepare them, run the kernel and, when a host array is to
     be copied back, wait for it and copy back, so the host arrays hold the results when
     the command completes."""
-    for s in staged:
-        s.copy_in()
+    _copy_in(staged)
     token = launcher.launch(stream, global_size, local_size, offset, packed, local_bytes)
     back = [s for s in staged if s.copies_out]
     if not back:

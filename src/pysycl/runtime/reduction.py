@@ -23,6 +23,8 @@ in stream order (a launch stage, see ``launch_plan._stages``).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .args import pointer_of
@@ -66,7 +68,8 @@ class reduction:
     ``sycl.reduction(buffer, cgh, [identity,] op, [properties])``: pass it for a
     ``sycl.reducer[T]`` parameter (SYCL 2020 4.10.6.1)."""
 
-    __slots__ = ("target", "count", "dtype", "identity", "op", "properties", "_acc")
+    __slots__ = ("target", "count", "dtype", "identity", "op", "properties", "_acc",
+                 "_identity_arg", "_checked")
 
     def __init__(self, target, *args, properties=None):
         args = list(args)
@@ -99,6 +102,8 @@ class reduction:
         if problem:
             raise exception(errc.invalid, f"sycl.reduction: {problem}")
         self.identity = self._identity(args[0] if args else None)
+        self._identity_arg = KernelArg(KernelArgKind.scalar, self.identity.tobytes())
+        self._checked = None   # the reducer parameter last found to match
         if isinstance(target, buffer):
             # initialize_to_identity: the old contents are not read, so not copied in.
             self._acc = accessor(target, cgh, read_write, properties=no_init
@@ -153,6 +158,23 @@ def _target(target):
                     f"sycl.buffer, not {type(target).__name__}")
 
 
+def _check_parameter(red: reduction, param, kernel: str) -> None:
+    """``errc.kernel_argument`` unless ``red`` fits the reducer parameter ``param``
+    (its type, operator and number of results)."""
+    where = f"kernel {kernel}: argument {param.name!r}"
+    if np.dtype(param.dtype) != red.dtype:
+        raise exception(errc.kernel_argument, f"{where}: a reduction of {red.dtype} for a "
+                        f"sycl.reducer[np.{np.dtype(param.dtype)}]")
+    if param.op != red.op.ir_name:
+        raise exception(errc.kernel_argument, f"{where}: the reduction combines with "
+                        f"{red.op!r} but the kernel's reducer with sycl.{param.op}()")
+    extent = param.dims or 0
+    if (extent or 1) != red.count:
+        want = f"a span of {extent}" if extent else "one result"
+        raise exception(errc.kernel_argument, f"{where}: the reducer takes {want}, the "
+                        f"reduction has {red.count}")
+
+
 class bound_reduction:
     """A reduction in one launch: packs its kernel arguments and prepares its memory in
     stream order before the kernel runs (:meth:`copy_in`, a launch stage as
@@ -163,10 +185,10 @@ class bound_reduction:
 
     def __init__(self, red: reduction, cgh, global_size, local_size):
         self.red, self.cgh = red, cgh
-        self.items = int(np.prod(global_size, dtype=np.int64))
+        self.items = math.prod(global_size)
         # A range launch's groups are the backend's choice: at most one per work-item.
-        self.groups = self.items if local_size is None else int(
-            np.prod([g // l for g, l in zip(global_size, local_size)], dtype=np.int64))
+        self.groups = self.items if local_size is None else math.prod(
+            g // l for g, l in zip(global_size, local_size))
         self._result = self._scratch = self._count = None
         self.keep: list = []
 
@@ -174,22 +196,14 @@ class bound_reduction:
         """Check ``param`` (a reducer ParamInfo) and append the KernelArgs of its IR
         parameters (frontend/signature.reducer_params)."""
         red = self.red
-        where = f"kernel {kernel}: argument {param.name!r}"
-        if np.dtype(param.dtype) != red.dtype:
-            raise exception(errc.kernel_argument, f"{where}: a reduction of {red.dtype} for a "
-                            f"sycl.reducer[np.{np.dtype(param.dtype)}]")
-        if param.op != red.op.ir_name:
-            raise exception(errc.kernel_argument, f"{where}: the reduction combines with "
-                            f"{red.op!r} but the kernel's reducer with sycl.{param.op}()")
+        if red._checked is not param:   # (a launch loop passes the same pair)
+            _check_parameter(red, param, kernel)
+            red._checked = param
         extent = param.dims or 0
-        if (extent or 1) != red.count:
-            want = f"a span of {extent}" if extent else "one result"
-            raise exception(errc.kernel_argument, f"{where}: the reducer takes {want}, the "
-                            f"reduction has {red.count}")
         dev, ctx = self.cgh._queue._device, self.cgh._queue._context
         self._result = self._result_memory(dev, ctx, kernel, param.name)
         out.append(KernelArg(KernelArgKind.mem, self._result))
-        out.append(KernelArg(KernelArgKind.scalar, red.identity.tobytes()))
+        out.append(red._identity_arg)
         if param.strategy == "last_group":
             n = max(extent, 1)
             self._scratch = usm_array._make((self.groups * n,), red.dtype, "device", dev, ctx)

@@ -198,6 +198,76 @@ def test_repeat_launches_wait_for_a_cupy_stream(q, cp):
             y.fill(0)
 
 
+def _spin_kernel(cp):
+    return cp.RawKernel(r'''extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64(); while (clock64() - start < cycles) {} }''', "spin")
+
+
+def test_default_stream_work_is_ordered_both_ways_without_asking(q, cp, monkeypatch):
+    # A queue's stream is a blocking one: CuPy's work on its default (legacy) stream
+    # comes first without the runtime asking the driver, and CuPy's later work comes
+    # after the kernel without a wait in between.
+    from pysycl.backends.cuda import driver as cuda_driver
+    asked = []
+    real = cuda_driver.CudaDriver.wait_foreign_stream
+    monkeypatch.setattr(cuda_driver.CudaDriver, "wait_foreign_stream",
+                        lambda self, *a: asked.append(a) or real(self, *a))
+    n = 1 << 22
+    rng = np.random.default_rng(7)
+    host = rng.standard_normal(n).astype(F32)
+    x, y = cp.asarray(host), cp.zeros(n, cp.float32)
+    spin = _spin_kernel(cp)
+    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    y.fill(0)
+    for scale in (2.0, -3.0):
+        spin((1,), (1,), (np.int64(50_000_000),))   # CuPy's stream stays busy
+        x *= F32(scale)
+        q.parallel_for(sycl.range(n), axpy, F32(1), x, y)   # no wait: CuPy reads after
+        got = cp.asnumpy(y * F32(2))
+        host *= F32(scale)
+        np.testing.assert_allclose(got, 2 * host, rtol=1e-6)
+        y.fill(0)
+    assert not asked
+
+
+def test_remembered_cupy_arrays_follow_stream_switches(q, cp):
+    # The remembered-array path reads CuPy's current stream at each launch: a switch to
+    # a non-blocking stream is waited for, the null stream again needs nothing.
+    n = 1 << 22
+    rng = np.random.default_rng(8)
+    host = rng.standard_normal(n).astype(F32)
+    x, y = cp.asarray(host), cp.zeros(n, cp.float32)
+    spin = _spin_kernel(cp)
+    q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+    want = host.copy()
+    for step in range(4):
+        y.fill(0)
+        cp.cuda.Device().synchronize()
+        if step % 2:
+            with cp.cuda.Stream(non_blocking=True):
+                spin((1,), (1,), (np.int64(50_000_000),))
+                x += F32(1)
+                q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+        else:
+            spin((1,), (1,), (np.int64(50_000_000),))
+            x += F32(1)
+            q.parallel_for(sycl.range(n), axpy, F32(1), x, y).wait()
+        want += F32(1)
+        np.testing.assert_allclose(cp.asnumpy(y), want, rtol=1e-6)
+
+
+def test_remembered_arrays_are_checked_for_their_type(q, cp):
+    x = cp.asarray(np.arange(64, dtype=F32))
+    y = cp.zeros(64, cp.float32)
+    q.parallel_for(sycl.range(64), axpy, F32(2), x, y).wait()
+    wrong = cp.zeros(64, cp.int32)
+    q.parallel_for(sycl.range(64), axpy, F32(2), x, wrong.view(cp.float32)).wait()
+    for _ in range(2):   # the second time, remembered
+        with pytest.raises(TypeError, match="int32"):
+            q.parallel_for(sycl.range(64), axpy, F32(2), x, wrong)
+    np.testing.assert_allclose(cp.asnumpy(y), 2 * np.arange(64, dtype=F32))
+
+
 def test_torch_rejections(q, torch, monkeypatch):
     from pysycl.runtime import args
     monkeypatch.setattr(args, "_staging_warned", False)   # the warning is shown once

@@ -179,8 +179,12 @@ def _device(description_or_device) -> CudaDevice:
 class CudaStream:
     """A CUDA stream; ``owned`` is False for streams wrapped from another library."""
 
-    def __init__(self, device: CudaDevice, handle, profiling: bool, owned: bool):
+    def __init__(self, device: CudaDevice, handle, profiling: bool, owned: bool,
+                 follows_legacy: bool = False):
         self.device, self.handle, self.profiling, self.owned = device, handle, profiling, owned
+        # A blocking stream (or a default stream): CUDA orders its work after what was
+        # issued earlier to the legacy default stream (and the legacy stream's after its).
+        self.follows_legacy = follows_legacy
         # The token of every plain (event-less) command: all of them mean "wait for the
         # stream", so one object serves them all.
         self.plain_token = CudaToken(self)
@@ -202,6 +206,13 @@ class CudaStream:
     @property
     def ptr(self) -> int:
         return int(self.handle)
+
+    def ordered_after(self, producer: int) -> bool:
+        """Whether work issued now follows, without an event, the work issued so far to
+        another library's stream ``producer`` (``__cuda_array_interface__`` terms: 1 and
+        2 are the legacy and per-thread default streams): it is this stream, or the
+        legacy stream and this stream is a blocking one."""
+        return producer == (int(self.handle) or 1) or producer == 1 and self.follows_legacy
 
 
 class CudaToken:
@@ -985,19 +996,27 @@ class CudaDriver(Driver):
 
     # Streams and events -----------------------------------------------------------------
     def create_stream(self, device, profiling: bool, *, context: Any = None) -> CudaStream:
-        """A non-blocking stream: SYCL queues do not synchronise with CUDA's legacy
-        default stream."""
+        """A blocking stream, as ``cudaStreamCreate`` and CuPy's streams make: a queue's
+        work is ordered with what CuPy, PyTorch and others issue to CUDA's legacy default
+        stream (their default), both ways, as that library's own streams are."""
         dev = _device(device)
         dev.activate()
-        handle = _call(cu.cuStreamCreate, cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
-        return CudaStream(dev, handle, profiling, owned=True)
+        handle = _call(cu.cuStreamCreate, cu.CUstream_flags.CU_STREAM_DEFAULT.value)
+        return CudaStream(dev, handle, profiling, owned=True, follows_legacy=True)
 
     def wrap_stream(self, device, handle: int, profiling: bool = False) -> CudaStream:
         """Use a stream made elsewhere (``torch.cuda.Stream.cuda_stream``, CuPy's ``ptr``);
         it is not destroyed by :meth:`destroy_stream`."""
         dev = _device(device)
         dev.activate()
-        return CudaStream(dev, cu.CUstream(int(handle)), profiling, owned=False)
+        handle = int(handle)
+        stream = cu.CUstream(handle)
+        if handle in (0, 1, 2):   # the legacy and per-thread default streams
+            follows = True
+        else:
+            flags = _call(cu.cuStreamGetFlags, stream)
+            follows = not int(flags) & cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value
+        return CudaStream(dev, stream, profiling, owned=False, follows_legacy=follows)
 
     def destroy_stream(self, stream: CudaStream) -> None:
         stream.device.activate()
