@@ -397,22 +397,25 @@ class _Known:
 _known: dict[int, _Known] = {}
 
 
-def _cai_probe(value, dev):
+def _cai_probe(value):
     """``((address, shape), producer stream)`` from ``__cuda_array_interface__`` v3,
     whose ``stream`` is the producer's stream at this moment (CuPy, Numba)."""
     cai = value.__cuda_array_interface__
     return (int(cai["data"][0]), tuple(cai["shape"])), cai["stream"]
 
 
-def _torch_probe(value, dev):
+def _torch_probe(torch, dev):
     """PyTorch's: its interface (version 2) has no stream; DLPack's stream protocol
     orders its *current* stream on the tensor's device, which is asked here the same
     way (0, the legacy default stream, is 1 in the interface's terms)."""
-    cuda = _sys_modules["torch"].cuda
     ordinal = dev._desc.handle.ordinal
-    raw = getattr(_sys_modules["torch"]._C, "_cuda_getCurrentRawStream", None)
-    stream = raw(ordinal) if raw is not None else cuda.current_stream(ordinal).cuda_stream
-    return (value.data_ptr(), tuple(value.shape)), stream or 1
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+    def probe(value):
+        stream = raw(ordinal) if raw is not None else \
+            torch.cuda.current_stream(ordinal).cuda_stream
+        return (value.data_ptr(), tuple(value.shape)), stream or 1
+    return probe
 
 
 # CuPy's null stream in the interface's terms (1, or 2 with per-thread default
@@ -420,25 +423,30 @@ def _torch_probe(value, dev):
 _cupy_null: list = [None]
 
 
-def _cupy_probe(value, dev):
+def _cupy_probe(cupy):
     """CuPy's: what its ``__cuda_array_interface__`` v3 reports (the current stream, the
     null stream as 1 or 2), read from the array and CuPy's current stream, without the
     dict the interface builds at every read (two thirds of a launch's time)."""
-    ptr = _sys_modules["cupy"].cuda.get_current_stream().ptr
-    if not ptr:
-        ptr = _cupy_null[0]
-        if ptr is None:
-            return _cai_probe(value, dev)
-    return (value.data.ptr, value.shape), ptr
+    current = cupy.cuda.get_current_stream
+
+    def probe(value):
+        ptr = current().ptr
+        if not ptr:
+            ptr = _cupy_null[0]
+            if ptr is None:
+                return _cai_probe(value)
+        return (value.data.ptr, value.shape), ptr
+    return probe
 
 
-def _probe_for(value):
+def _probe_for(value, dev):
     """How to ask ``value`` for its address, shape and producer stream on a later
-    launch, or None: then it is exported again at every launch (the producer's stream
-    cannot be known otherwise, and ordering after it is not optional)."""
+    launch on ``dev``, or None: then it is exported again at every launch (the
+    producer's stream cannot be known otherwise, and ordering after it is not
+    optional)."""
     torch = _sys_modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        return _torch_probe
+        return _torch_probe(torch, dev)
     try:
         cai = value.__cuda_array_interface__
     except (AttributeError, RuntimeError):
@@ -449,17 +457,20 @@ def _probe_for(value):
     if cupy is not None and value.__class__ is cupy.ndarray:
         if not cupy.cuda.get_current_stream().ptr:
             _cupy_null[0] = cai["stream"]
-        if _cupy_probe(value, dev=None) == _cai_probe(value, dev=None):
-            return _cupy_probe
+        probe = _cupy_probe(cupy)
+        if probe(value) == _cai_probe(value):
+            return probe
     return _cai_probe
 
 
 def _remember_cuda_array(value, dev, found) -> None:
-    probe = _probe_for(value)
-    if probe is None or len(_known) >= 4096:
+    if len(_known) >= 4096:
         return
     try:
-        seen, _stream = probe(value, dev)
+        probe = _probe_for(value, dev)
+        if probe is None:
+            return
+        seen, _stream = probe(value)
         ref = weakref.ref(value, lambda _r, key=id(value): _known.pop(key, None))
     except (AttributeError, TypeError, RuntimeError, KeyError):
         return   # nothing to check it by next time, or no weak references
@@ -469,14 +480,25 @@ def _remember_cuda_array(value, dev, found) -> None:
 
 def known_karg(value, dev, stream, keep, dt):
     """The remembered ``KernelArg`` of a CUDA array of another library seen before on
-    ``dev`` (:func:`_known_cuda_array`) whose memory suits a ``global_ptr[dt]``, else None
+    ``dev`` (as :func:`_known_cuda_array` finds it; inline, this is every launch of a
+    launch loop over such arrays) whose memory suits a ``global_ptr[dt]``, else None
     (then the general path checks it, and raises what is wrong)."""
-    hit = _known_cuda_array(value, dev, stream, keep) if _known else None
-    if hit is None:
+    hit = _known.get(id(value)) if _known else None
+    if hit is None or hit.dev is not dev or hit.ref() is not value:
         return None
     have = hit.found[1]
-    if dt is not None and have != dt and have.itemsize and dt.kind != "V":
+    if dt is not None and have is not dt and have != dt and have.itemsize and \
+            dt.kind != "V":
         return None
+    try:
+        seen, producer = hit.probe(value)
+    except (AttributeError, TypeError, RuntimeError, KeyError):
+        return None
+    if seen != hit.seen:
+        return None
+    if producer is not None and stream is not None and not stream.ordered_after(producer):
+        _order_after(producer, dev, stream, keep)
+    keep.append(value)
     return hit.karg
 
 
@@ -488,7 +510,7 @@ def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
     if hit is None or hit.dev is not dev or hit.ref() is not value:
         return None
     try:
-        seen, producer = hit.probe(value, dev)
+        seen, producer = hit.probe(value)
     except (AttributeError, TypeError, RuntimeError, KeyError):
         return None
     if seen != hit.seen:

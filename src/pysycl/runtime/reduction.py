@@ -69,7 +69,7 @@ class reduction:
     ``sycl.reducer[T]`` parameter (SYCL 2020 4.10.6.1)."""
 
     __slots__ = ("target", "count", "dtype", "identity", "op", "properties", "_acc",
-                 "_identity_arg", "_checked")
+                 "_identity_arg", "_checked", "_result_arg")
 
     def __init__(self, target, *args, properties=None):
         args = list(args)
@@ -103,7 +103,10 @@ class reduction:
             raise exception(errc.invalid, f"sycl.reduction: {problem}")
         self.identity = self._identity(args[0] if args else None)
         self._identity_arg = KernelArg(KernelArgKind.scalar, self.identity.tobytes())
-        self._checked = None   # the reducer parameter last found to match
+        # (reducer parameter, its strategy is last_group) last found to match, and the
+        # result's KernelArg: a launch loop passes the same each time.
+        self._checked = (None, False)
+        self._result_arg = None
         if isinstance(target, buffer):
             # initialize_to_identity: the old contents are not read, so not copied in.
             self._acc = accessor(target, cgh, read_write, properties=no_init
@@ -196,16 +199,20 @@ class bound_reduction:
         """Check ``param`` (a reducer ParamInfo) and append the KernelArgs of its IR
         parameters (frontend/signature.reducer_params)."""
         red = self.red
-        if red._checked is not param:   # (a launch loop passes the same pair)
+        checked, last_group = red._checked
+        if checked is not param:
             _check_parameter(red, param, kernel)
-            red._checked = param
-        extent = param.dims or 0
+            last_group = param.strategy == "last_group"
+            red._checked = (param, last_group)
         dev, ctx = self.cgh._queue._device, self.cgh._queue._context
-        self._result = self._result_memory(dev, ctx, kernel, param.name)
-        out.append(KernelArg(KernelArgKind.mem, self._result))
+        self._result = mem = self._result_memory(dev, ctx, kernel, param.name)
+        arg = red._result_arg
+        if arg is None or arg.value is not mem:
+            arg = red._result_arg = KernelArg(KernelArgKind.mem, mem)
+        out.append(arg)
         out.append(red._identity_arg)
-        if param.strategy == "last_group":
-            n = max(extent, 1)
+        if last_group:
+            n = max(param.dims or 0, 1)
             self._scratch = usm_array._make((self.groups * n,), red.dtype, "device", dev, ctx)
             self._count = usm_array._make((1,), np.uint32, "device", dev, ctx)
             out.append(KernelArg(KernelArgKind.mem, self._scratch._alloc))
@@ -232,7 +239,7 @@ class bound_reduction:
         red, q = self.red, self.cgh._queue
         driver, stream = q._device.driver, q._stream
         if red.initialize_to_identity:
-            driver.fill(stream, self._result, 0, red.identity.tobytes(),
+            driver.fill(stream, self._result, 0, red._identity_arg.value,
                         red.count * red.dtype.itemsize)
         if self._count is not None:
             driver.fill(stream, self._count._alloc, 0, bytes(4), 4)

@@ -872,10 +872,19 @@ class CudaDriver(Driver):
         """Repeat ``pattern`` over ``nbytes`` (a multiple of its length): cuMemsetD8/16/32
         for 1-, 2- and 4-byte patterns, one strided cuMemsetD2D32 per 4-byte word for
         longer ones, a staged host copy otherwise."""
-        pattern = bytes(pattern)
+        if pattern.__class__ is not bytes:
+            pattern = bytes(pattern)
         k = len(pattern)
         if not k or nbytes % k:
             raise exception(errc.invalid, f"fill of {nbytes} bytes with a {k}-byte pattern")
+        if dst.__class__ is CudaAllocation and stream is not None and k <= 4 and \
+                pattern == pattern[:1] * k and 0 <= offset and offset + nbytes <= dst.nbytes \
+                and dst.ptr and not stream.profiling:
+            # (The common case, a reduction's identity: one byte repeated.)
+            _activate(stream.device.context)
+            self._ok(cu.cuMemsetD8Async(dst.ptr + offset, pattern[0], nbytes, stream.handle),
+                     "memset")
+            return stream.plain_token
         if not isinstance(dst, CudaAllocation):
             if stream is not None:
                 self.synchronize(stream)
