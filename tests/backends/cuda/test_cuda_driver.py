@@ -255,6 +255,31 @@ def test_wrap_foreign_stream(driver, device, build):
     cs.synchronize()
 
 
+def test_one_word_fills_follow_stream_order(driver, device, stream, build):
+    # A fill of one 4- or 8-byte word (a reduction's identity) is a stream memory
+    # operation on device memory, a memset on managed memory; either way it lands after
+    # the work before it (a long kernel writing the same words) and nowhere else.
+    rng = np.random.default_rng(11)
+    prog = build(SPIN, ["spin"])
+    for kind in ("device", "shared"):
+        n = 128 * 4
+        out = driver.alloc(device, n, kind)
+        for size, offset in ((4, 0), (4, 260), (8, 8), (8, 504), (4, 508)):
+            word = rng.integers(1, 255, size, dtype=np.uint8).tobytes()
+            driver.fill(stream, out, 0, b"\0", n)
+            driver.launch(stream, prog, "spin", [128], [128],
+                          [mem(out), i32(200000), mem(None)])
+            after = from_device(driver, stream, out, np.uint8, n).copy()
+            driver.launch(stream, prog, "spin", [128], [128],
+                          [mem(out), i32(200000), mem(None)])
+            driver.fill(stream, out, offset, word, size)
+            got = from_device(driver, stream, out, np.uint8, n)
+            want = after.copy()
+            want[offset:offset + size] = np.frombuffer(word, np.uint8)
+            np.testing.assert_array_equal(got, want, err_msg=f"{kind} {size}@{offset}")
+        driver.free(out)
+
+
 def test_event_pool_recycles_events(driver, device, stream, build):
     prog = build(SPIN, ["spin"])
     out = driver.alloc(device, 128 * 4, "device")

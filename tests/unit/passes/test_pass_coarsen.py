@@ -217,12 +217,14 @@ REUSE_ROWS = {"dims": 2, "allowed": [0, 1], "reuse": [0, 1], "ops": 50}
     ({"dims": 3, "allowed": [0, 1, 2], "reuse": [1, 2], "ops": 9}, "opencl", 8, (1, 8)),
     ({"dims": 2, "allowed": [1], "reuse": [0], "ops": 9}, "cuda", 4, (1, 4)),
     (None, "cuda", 4, None),
-    # Reductions: auto coarsens by 16 on CUDA (fewer work-groups and atomics), along
-    # the slowest dimension, even without reuse; small bodies only.
+    # Reductions: auto coarsens by 32 (16 for larger bodies) on CUDA (fewer work-groups
+    # and atomics), along the slowest dimension, even without reuse; small bodies only.
     ({"dims": 1, "allowed": [0], "reuse": [], "ops": 9, "reducers": True}, "cuda", "auto",
-     (0, 16)),
-    ({"dims": 2, "allowed": [0, 1], "reuse": [], "ops": 9, "reducers": True}, "cuda",
+     (0, 32)),
+    ({"dims": 1, "allowed": [0], "reuse": [], "ops": 120, "reducers": True}, "cuda",
      "auto", (0, 16)),
+    ({"dims": 2, "allowed": [0, 1], "reuse": [], "ops": 9, "reducers": True}, "cuda",
+     "auto", (0, 32)),
     ({"dims": 1, "allowed": [0], "reuse": [], "ops": 9, "reducers": True}, "opencl",
      "auto", None),
     ({"dims": 1, "allowed": [0], "reuse": [], "ops": 500, "reducers": True}, "cuda",

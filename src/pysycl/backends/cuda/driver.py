@@ -93,6 +93,9 @@ _tls = threading.local()
 # Other libraries' stream handles (ints) as driver objects; a plain value each, made
 # once (cleared when it grows: libraries make streams from small pools).
 _foreign_streams: dict = {}
+# Whether the driver takes stream memory operations (cuStreamWriteValue32/64): cleared at
+# the first CUDA_ERROR_NOT_SUPPORTED.
+_stream_writes = [True]
 
 
 def _activate(ctx) -> None:
@@ -877,14 +880,21 @@ class CudaDriver(Driver):
         k = len(pattern)
         if not k or nbytes % k:
             raise exception(errc.invalid, f"fill of {nbytes} bytes with a {k}-byte pattern")
-        if dst.__class__ is CudaAllocation and stream is not None and k <= 4 and \
-                pattern == pattern[:1] * k and 0 <= offset and offset + nbytes <= dst.nbytes \
-                and dst.ptr and not stream.profiling:
-            # (The common case, a reduction's identity: one byte repeated.)
+        if nbytes in (4, 8) and dst.__class__ is CudaAllocation and stream is not None \
+                and dst.kind != "shared" and dst.ptr and not stream.profiling and \
+                0 <= offset <= dst.nbytes - nbytes and (dst.ptr + offset) % nbytes == 0 \
+                and _stream_writes[0]:
+            # One word (a reduction's identity): a stream memory operation, which the GPU's
+            # front end carries out, where a memset is a kernel of its own.
             _activate(stream.device.context)
-            self._ok(cu.cuMemsetD8Async(dst.ptr + offset, pattern[0], nbytes, stream.handle),
-                     "memset")
-            return stream.plain_token
+            write = cu.cuStreamWriteValue32 if nbytes == 4 else cu.cuStreamWriteValue64
+            value = int.from_bytes(pattern * (nbytes // k), "little")
+            err = write(stream.handle, dst.ptr + offset, value, 0)[0]
+            if err == 0:
+                return stream.plain_token
+            if err != cu.CUresult.CUDA_ERROR_NOT_SUPPORTED:
+                _fail(err, "write of a word to device memory")
+            _stream_writes[0] = False   # (then a memset, below)
         if not isinstance(dst, CudaAllocation):
             if stream is not None:
                 self.synchronize(stream)
