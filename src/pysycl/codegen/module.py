@@ -18,8 +18,8 @@ from ..properties import POINTER_ANNOTATION
 from ..ir.types import (AccessorType, LocalAccessorType, PointerType, ScalarType, Type)
 from . import debug_checks
 # Imported to register their rules:
-from . import (rules_complex, rules_control, rules_math_pairs, rules_memory,  # noqa: F401
-               rules_scalar)
+from . import (rules_complex, rules_complex_trig, rules_control,  # noqa: F401
+               rules_math_pairs, rules_memory, rules_scalar)
 from . import types as lt
 from .context import AccessorValue, LoweringContext
 from .target_lowering import TargetLowering

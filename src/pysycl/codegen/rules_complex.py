@@ -31,7 +31,7 @@ from .context import LoweringContext, rule
 from .rules_scalar import float_const, real_math, select_fields
 
 
-class _Parts:
+class Parts:
     """The builder helpers of one rule: parts of complex values, float constants and real
     math at the part type."""
 
@@ -66,6 +66,9 @@ class _Parts:
     def div(self, a, b):
         return self.b.fdiv(a, b)
 
+    def neg(self, a):
+        return self.b.fneg(a)
+
     def cmp(self, pred: str, a, b):
         return self.b.fcmp_ordered(pred, a, b)
 
@@ -78,27 +81,54 @@ class _Parts:
     def select(self, cond, a, b):
         return select_fields(self.b, cond, a, b)
 
+    # Helpers of the functions built part by part (a pair is (real, imaginary)).
+    def pick(self, cond, a: tuple, b: tuple) -> tuple:
+        """``cond ? a : b`` of two (real, imaginary) pairs."""
+        return tuple(self.b.select(cond, x, y) for x, y in zip(a, b))
 
-def _operands(ctx, op) -> tuple[_Parts, list]:
+    def all(self, *conds):
+        out = conds[0]
+        for c in conds[1:]:
+            out = self.b.and_(out, c)
+        return out
+
+    def any(self, *conds):
+        out = conds[0]
+        for c in conds[1:]:
+            out = self.b.or_(out, c)
+        return out
+
+    def not_(self, cond):
+        return self.b.not_(cond)
+
+    def isfinite(self, x):
+        return self.cmp("<", self.fn("fabs", x), self.c(np.inf))
+
+    def signbit(self, x):
+        """Whether ``x`` has its sign bit set (-0.0 included)."""
+        return self.cmp("<", self.fn("copysign", self.c(1.0), x), self.c(0.0))
+
+
+def complex_operands(ctx, op) -> tuple[Parts, list]:
     t = op.operands[0].type
-    return _Parts(ctx, t), [ctx.get(v) for v in op.operands]
+    return Parts(ctx, t), [ctx.get(v) for v in op.operands]
 
 
 @rule("complex.make")
 def lower_complex_make(ctx, op):
-    p = _Parts(ctx, op.type)
+    p = Parts(ctx, op.type)
     return p.make(*ctx.operands(op))
 
 
 @rule("complex.real", "complex.imag")
 def lower_complex_part(ctx, op):
-    p, (z,) = _operands(ctx, op)
+    p, (z,) = complex_operands(ctx, op)
     return p.split(z)[op.name == "complex.imag"]
 
 
 @rule("complex.mul")
 def lower_complex_mul(ctx, op):
-    p, (x, y) = _operands(ctx, op)
+    p, (x, y) = complex_operands(ctx, op)
     (a, b), (c, d) = p.split(x), p.split(y)
     return p.make(p.sub(p.mul(a, c), p.mul(b, d)), p.add(p.mul(a, d), p.mul(b, c)))
 
@@ -106,7 +136,7 @@ def lower_complex_mul(ctx, op):
 @rule("complex.div")
 def lower_complex_div(ctx, op):
     """NumPy's complex ``divide`` loop, branch for branch (as selects)."""
-    p, (x, y) = _operands(ctx, op)
+    p, (x, y) = complex_operands(ctx, op)
     (ar, ai), (br, bi) = p.split(x), p.split(y)
     abs_r, abs_i = p.fn("fabs", br), p.fn("fabs", bi)
     # |br| >= |bi|: divide by br first.
@@ -128,20 +158,20 @@ def lower_complex_div(ctx, op):
 
 @rule("complex.abs")
 def lower_complex_abs(ctx, op):
-    p, (z,) = _operands(ctx, op)
+    p, (z,) = complex_operands(ctx, op)
     return p.fn("hypot", *p.split(z))
 
 
 @rule("complex.arg")
 def lower_complex_arg(ctx, op):
-    p, (z,) = _operands(ctx, op)
+    p, (z,) = complex_operands(ctx, op)
     re, im = p.split(z)
     return p.fn("atan2", im, re)
 
 
 @rule("complex.sqrt")
 def lower_complex_sqrt(ctx, op):
-    p, (z,) = _operands(ctx, op)
+    p, (z,) = complex_operands(ctx, op)
     a, b = p.split(z)
     ax, ay, bld = p.fn("fabs", a), p.fn("fabs", b), ctx.builder
     # Scale so that |a| + hypot(a, b) cannot overflow (FreeBSD's THRESH is max * (sqrt(2)
@@ -179,7 +209,7 @@ def lower_complex_sqrt(ctx, op):
 
 @rule("complex.exp")
 def lower_complex_exp(ctx, op):
-    p, (z,) = _operands(ctx, op)
+    p, (z,) = complex_operands(ctx, op)
     x, y = p.split(z)
     bld = ctx.builder
     c, s = p.fn("cos", y), p.fn("sin", y)
@@ -201,12 +231,24 @@ def lower_complex_exp(ctx, op):
 
 @rule("complex.log")
 def lower_complex_log(ctx, op):
-    """CPython's ``cmath.log`` real part (NumPy's ``npy_clog``): ``log(hypot)`` rescaled
-    where ``|z|`` overflows or is subnormal, ``log1p`` for ``|z|`` in [0.71, 1.73]."""
-    p, (z,) = _operands(ctx, op)
-    x, y = p.split(z)
-    bld = ctx.builder
+    p, (z,) = complex_operands(ctx, op)
+    return p.make(*log_parts(p, *p.split(z)))
+
+
+def log_parts(p: Parts, x, y) -> tuple:
+    """(real, imaginary) of ``log(x + iy)``: ``log|z| + i atan2(y, x)``; C99 G.6.3.2's
+    NaN + iNaN for a NaN real part with a finite imaginary one."""
     ax, ay = p.fn("fabs", x), p.fn("fabs", y)
+    re, im = log_modulus(p, ax, ay), p.fn("atan2", y, x)
+    nan_x = p.all(p.isnan(ax), p.cmp("<", ay, p.c(np.inf)))
+    return p.pick(nan_x, (ax, p.c(np.nan)), (re, im))
+
+
+def log_modulus(p: Parts, ax, ay):
+    """``log(hypot(ax, ay))`` of two magnitudes, CPython's ``cmath.log`` real part
+    (NumPy's ``npy_clog``): rescaled where ``|z|`` overflows or both parts are
+    subnormal, ``log1p`` for ``|z|`` in [0.71, 1.73]."""
+    bld = p.b
     h = p.fn("hypot", ax, ay)
     larger = p.cmp(">", ax, ay)
     am, an = p.select(larger, ax, ay), p.select(larger, ay, ax)
@@ -226,7 +268,4 @@ def lower_complex_log(ctx, op):
     # A part above max / 4: |z| / 2 cannot overflow.
     quarter = p.c(float(p.info.max) / 4)
     halved = p.add(p.fn("log", p.fn("hypot", p.mul(ax, p.c(0.5)), p.mul(ay, p.c(0.5)))), ln2)
-    re = p.select(bld.or_(p.cmp(">", ax, quarter), p.cmp(">", ay, quarter)), halved, re)
-    result = p.make(re, p.fn("atan2", y, x))
-    nan_x = bld.and_(p.isnan(ax), p.cmp("<", ay, p.c(np.inf)))
-    return p.select(nan_x, p.make(ax, p.c(np.nan)), result)
+    return p.select(bld.or_(p.cmp(">", ax, quarter), p.cmp(">", ay, quarter)), halved, re)

@@ -18,7 +18,7 @@ import numpy as np
 from .. import functional
 from .._records import FrozenValue
 from ..ir import types as T
-from ..ir.ops import MATH_FUNCTIONS, MATH_PREDICATES
+from ..ir.ops import COMPLEX_FUNCTIONS, MATH_FUNCTIONS, MATH_PREDICATES
 from ..ir.type_rules import int32_like
 from ..ir.core import Value
 from ..errors import exception
@@ -180,11 +180,22 @@ def _spellings(name: str) -> list:
 
 
 _VEC_NOTE = "; on a vec element by element"
+
+
+def _complex_note(name: str) -> str:
+    """What the math function ``name`` does with a complex argument (np.sin(z) ...)."""
+    if name in COMPLEX_FUNCTIONS:
+        return f"; of a complex z, IR op complex.{name}"
+    if name == "pow":
+        return "; with a complex side, z ** w"
+    return "; of a complex z, NumPy's test of its parts" if name in MATH_PREDICATES else ""
+
+
 for _name, _n in MATH_FUNCTIONS.items():
     add_builtin(f"math.{_name}", _spellings(_name),
                 f"{_name}: IR op math.{_name}; float32 stays float32, integers compute in float64"
                 + (", a vec gives a -1/0 mask vec" if _name in MATH_PREDICATES else _VEC_NOTE)
-                )(_math_rule(_name, _n))
+                + _complex_note(_name))(_math_rule(_name, _n))
 
 
 def _float_operand(lw, node, name: str):

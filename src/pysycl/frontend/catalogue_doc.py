@@ -192,6 +192,9 @@ def _methods_section() -> list[str]:
             "| `z.real`, `z.imag` | `complex.real`, `complex.imag` |",
             "| `z.conjugate()` | `complex.make` of the real part and the negated imaginary "
             "part |",
+            "| `np.sin(z)`, `cmath.sin(z)`, `sycl.math.sin(z)`... | `complex.sin`... (the "
+            "functions of SYCL's complex extension: exp, log, log10, sqrt, sin, cos, tan, "
+            "asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, proj) |",
             "| `z < w`, `z // w`, `z % w`, `min(z, w)`, `math.sqrt(z)` | compile errors "
             "(Python's TypeError) |", ""]
     rmw = [f"| `{m}(v[, order[, scope]])` | `atomic.rmw {{op={op}}}` |"

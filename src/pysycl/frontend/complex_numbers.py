@@ -8,11 +8,15 @@
   lexicographically; Python does not, and kernel code follows Python there).
 * ``==``/``!=`` compare both parts; ``bool(z)`` is ``z != 0``.
 * ``z.real``, ``z.imag``, ``z.conjugate()`` (also on real numbers, as NumPy scalars have
-  them); the functions below, with every spelling the catalogue knows.
+  them); the functions below, with every spelling the catalogue knows: the SYCL
+  extension's list (abs, arg, norm, conj, proj, polar, exp, log, log10, pow, sqrt, the
+  trigonometric and hyperbolic functions and their inverses, real, imag) as
+  ``sycl.math.*``, ``np.*`` and ``cmath.*`` where those have them.
 
 ``+``, ``-`` and unary ``-`` are the IR's part-by-part ``add``/``sub``/``neg``; the
 rest lowers to ``complex.*`` ops, whose algorithms (Smith's division, ``hypot``, C99
-branch cuts) live in ``codegen/rules_complex.py``.
+branch cuts and special values) live in ``codegen/rules_complex.py`` and
+``codegen/rules_complex_trig.py``.
 
 >>> "conj" in sycl_math.__all__
 True
@@ -26,6 +30,7 @@ import numpy as np
 
 from ..ir import types as T
 from ..ir.core import Value
+from ..ir.ops import COMPLEX_FUNCTIONS
 from . import sycl_math
 from .builtins import _args, add_builtin
 from .expressions import SYMBOLS
@@ -36,7 +41,7 @@ from .values import Lit, Obj, TupleVal, Weak, is_complex, is_weak, promo_type
 #: Arithmetic on complex numbers: IR op of each Python operator (pow is built here).
 OPS = {"add": "add", "sub": "sub", "mul": "complex.mul", "div": "complex.div"}
 #: Functions of complex numbers with an op of their own (np.exp(z) ...).
-_FUNCTIONS = ("exp", "log", "sqrt")
+_FUNCTIONS = COMPLEX_FUNCTIONS
 #: NumPy's exact integer powers: exponents n with |n| < 100 (npy_cpow).
 _INT_POWER_LIMIT = 100
 
@@ -206,10 +211,14 @@ class ComplexRules:
                        "complex one)", f"use cmath.{name} or np.{name} for complex numbers")
         if name in ("isnan", "isinf", "isfinite") and len(args) == 1:
             return self._complex_predicate(name, args[0], node)
+        if name == "pow" and len(args) == 2:      # np.power(z, w) is z ** w
+            return self.complex_binop("pow", *args, node)
         if name not in _FUNCTIONS or len(args) != 1:
             self.error(node, f"{name}() of complex numbers is not supported in kernel code",
-                       "complex functions: abs, exp, log, sqrt, conj, real, imag, angle, "
-                       "isnan, isinf, isfinite, sycl.math.norm, sycl.math.polar")
+                       "complex functions: abs, angle (arg), conj, real, imag, exp, log, "
+                       "log10, sqrt, power, sin, cos, tan, arcsin, arccos, arctan, sinh, "
+                       "cosh, tanh, arcsinh, arccosh, arctanh, isnan, isinf, isfinite, "
+                       "sycl.math.norm, sycl.math.polar, sycl.math.proj")
         z = self.coerce(args[0], complex_result([promo_type(args[0])]), node)
         return self.complex_function(name, z, node)
 
@@ -384,4 +393,14 @@ def _cmath(name: str):
 
 
 for _name in (*_FUNCTIONS, "isnan", "isinf", "isfinite"):
-    add_builtin(f"cmath.{_name}", [getattr(cmath, _name)])(_cmath(_name))
+    if hasattr(cmath, _name):                    # cmath has no proj
+        add_builtin(f"cmath.{_name}", [getattr(cmath, _name)])(_cmath(_name))
+
+
+@add_builtin("math.proj", [sycl_math.proj])
+def _proj(lw, node):
+    """proj(z): the Riemann sphere's projection (C99's cproj): inf + i copysign(0, z.imag)
+    where a part of z is infinite, else z; a real x is taken as complex."""
+    x = _number(lw, node, "proj")
+    z = lw.coerce(x, complex_result([promo_type(x)]), node)
+    return lw.complex_function("proj", z, node)

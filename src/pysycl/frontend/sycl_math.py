@@ -19,7 +19,7 @@ from ..ir.ops import MATH_FUNCTIONS
 # functions of complex numbers (SYCL's sycl::ext::oneapi::experimental::complex).
 EXTRA = ("ldexp", "degrees", "radians", "sign", "modf", "sincos", "fract", "frexp",
          "lgamma_r", "remquo", "signbit")
-COMPLEX_EXTRA = ("conj", "real", "imag", "arg", "norm", "polar")
+COMPLEX_EXTRA = ("conj", "real", "imag", "arg", "norm", "polar", "proj")
 __all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, "native", "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
@@ -190,6 +190,20 @@ def polar(rho, theta=0):
     (2+0j)
     """
     return rho * np.cos(theta) + 1j * (rho * np.sin(theta))
+
+
+def proj(z):
+    """sycl.math.proj: the projection onto the Riemann sphere (C99's ``cproj``): a
+    number with an infinite part is ``inf + i copysign(0, z.imag)``, any other itself.
+
+    >>> complex(proj(complex(-np.inf, -2.0)))
+    (inf-0j)
+    """
+    out = np.array(z, dtype=np.result_type(np.asarray(z).dtype, np.complex64))
+    infinite = np.isinf(out.real) | np.isinf(out.imag)
+    out.imag[infinite] = np.copysign(0.0, out.imag[infinite])
+    out.real[infinite] = np.inf
+    return out[()] if out.ndim == 0 else out
 
 
 class _Relaxed:

@@ -106,10 +106,18 @@ _op("complex.div", 2, 0, "value", [],
     "as NumPy divides.")
 _op("complex.abs", 1, 0, "value", [], "|z| as hypot(re, im) (a float; no overflow).")
 _op("complex.arg", 1, 0, "value", [], "The phase of z, atan2(im, re) (a float).")
-COMPLEX_FUNCTIONS = ("exp", "log", "sqrt")
+# SYCL's complex function list (sycl::ext::oneapi::experimental::complex) beyond the
+# ops above; NumPy's spelling where it has one.
+COMPLEX_FUNCTIONS = ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos",
+                     "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "proj")
+_COMPLEX_NUMPY = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+                  "acosh": "arccosh", "atanh": "arctanh"}
 for _n in COMPLEX_FUNCTIONS:
     _op(f"complex.{_n}", 1, 0, "value", [],
-        f"Complex {_n} with C99's branch cuts and special values (NumPy's np.{_n}).")
+        "The Riemann sphere's projection of z (C99's cproj): inf + i copysign(0, im) "
+        "where a part is infinite, else z." if _n == "proj" else
+        f"Complex {_n} with C99's branch cuts and special values "
+        f"(NumPy's np.{_COMPLEX_NUMPY.get(_n, _n)}).")
 
 # Aggregates ----------------------------------------------------------------------
 _op("struct.make", None, 0, "value", [], "Build a struct value from its fields in order.")

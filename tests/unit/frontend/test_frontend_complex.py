@@ -43,6 +43,10 @@ def make_promotion_kernel(cdt, rdt):
         r_conj = np.conj(x)
         r_conj_method = x.conjugate()
         r_exp = np.exp(z)
+        r_sin = np.sin(z)
+        r_arctanh = np.arctanh(z)
+        r_log10 = np.log10(z)
+        r_power = np.power(z, x)
         r_angle = np.angle(z)
         r_eq = z == x
         r_weak = complex(1, 2) * z
@@ -56,7 +60,9 @@ def numpy_results(cdt, rdt):
     return {"r_add": z + x, "r_radd": x + z, "r_sub": z - x, "r_mul": x * z, "r_div": x / z,
             "r_lit_c": x * 1j, "r_lit_f": z * 2.5, "r_lit_i": 3 - z, "r_pow": z ** 2,
             "r_abs": abs(z), "r_real": z.real, "r_imag": x.imag, "r_conj": np.conj(x), "r_conj_method": x.conjugate(),
-            "r_exp": np.exp(z), "r_angle": np.angle(z), "r_eq": z == x,
+            "r_exp": np.exp(z), "r_sin": np.sin(z), "r_arctanh": np.arctanh(z),
+            "r_log10": np.log10(z), "r_power": np.power(z, x),
+            "r_angle": np.angle(z), "r_eq": z == x,
             "r_weak": complex(1, 2) * z, "w": 0j + z}
 
 
@@ -118,7 +124,8 @@ def bad_kernel(folder, body):
     ("c[0] = z % 2", "z % 2", "unsupported operand types for %"),
     ("c[0] = min(z, w)", "min(z, w)", "complex numbers are not ordered"),
     ("c[0] = math.sqrt(z)", "math.sqrt(z)", "math.sqrt() takes real numbers"),
-    ("c[0] = np.sin(z)", "np.sin(z)", "sin() of complex numbers is not supported"),
+    ("c[0] = np.exp2(z)", "np.exp2(z)", "exp2() of complex numbers is not supported"),
+    ("c[0] = np.arctan2(z, w)", "np.arctan2(z, w)", "atan2() of complex numbers is not"),
     ("c[0] = ~z", "~z", "bad operand type for ~: complex64"),
     ("r[0] = float(z)", "float(z)", "cannot convert a complex64 value to float64"),
     ("r[0] = z", "r[0]", "cannot convert a complex64 value to float32"),
