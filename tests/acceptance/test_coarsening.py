@@ -27,9 +27,9 @@ CAN = ("conv_acc", "conv_usm", "histogram", "nd_other_dim", "queries_2d", "queri
        "red_2d", "red_buffer", "red_scalars", "red_span", "stencil_1d")
 CANNOT = ("red_nd", "with_barrier", "with_local_linear", "with_wg_size")
 # What ``auto`` picks, on CUDA: the stencils (reuse along dimension 0 of a 2-D range) by
-# 4, the range kernels with reductions by 16.
-AUTO = {"conv_acc": "0x4", "conv_usm": "0x4", "red_2d": "0x16", "red_buffer": "0x16",
-        "red_scalars": "0x16", "red_span": "0x16"}
+# 4, the range kernels with reductions by 32.
+AUTO = {"conv_acc": "0x4", "conv_usm": "0x4", "red_2d": "0x32", "red_buffer": "0x32",
+        "red_scalars": "0x32", "red_span": "0x32"}
 
 
 def _run(device_param, setting: str, **env) -> dict[str, str]:
