@@ -132,7 +132,7 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, cont
     desc = dev._desc
     if isinstance(value, usm_array):
         value._check_live()
-        if value.device != dev and (value.usm_type == "device" or
+        if value.device is not dev and value.device != dev and (value.usm_type == "device" or
                                     value.device.get_platform() != dev.get_platform()):
             raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
                              f"used on {dev.name!r}")

@@ -11,7 +11,10 @@ writes that one.
 So each queue keeps a :class:`KeepAlive` of the issued commands whose events hold
 objects: an event lets go of them when it completes (waited for, or its backend token
 found finished when the queue asks, now and then, never waiting), and the queue then
-forgets it.
+forgets it. A launch issued at once holds its objects with its backend token instead
+(:meth:`KeepAlive.hold_objects`): its event stays as light as any launch's, and the
+objects go when the token is found finished (launches on one in-order stream share one
+token, asked once per sweep).
 """
 from __future__ import annotations
 
@@ -46,6 +49,11 @@ class KeepAlive:
             batch, self._held = held, []
         self._settle(batch)
 
+    def hold_objects(self, tok, objects) -> None:
+        """Keep ``objects`` until the backend token ``tok`` (of an issued launch) is
+        found finished (None: nothing runs)."""
+        self.hold((tok, objects))
+
     def sweep(self) -> None:
         """Forget completed commands (asks the backend about the others; never waits)."""
         with self._lock:
@@ -71,7 +79,9 @@ class KeepAlive:
         # Outside the lock: completing an event lets go of what its command held, which
         # may run any finalizer.
         answers: dict = {}   # launches on one stream may share a token: asked once
-        still = [ev for ev in batch if not settled(ev, answers)]
+        still = [item for item in batch if not (
+            _token_finished(item[0], answers) if item.__class__ is tuple
+            else settled(item, answers))]
         with self._lock:
             self._held.extend(still)
             self._sweep_at = max(_SWEEP_AT, 2 * len(self._held))
@@ -79,3 +89,19 @@ class KeepAlive:
 
 # Commands of collected queues that may still run.
 orphans = KeepAlive()
+
+
+def _token_finished(tok, answers: dict) -> bool:
+    """Whether a stream's backend token finished, asking each token once per sweep. A
+    failed one has: its error is the stream's, which waiting for the queue or any of
+    the stream's later commands reports."""
+    if tok is None:
+        return True
+    done = answers.get(tok)
+    if done is None:
+        try:
+            done = tok.is_complete()
+        except Exception:  # noqa: BLE001 - the launch failed; its event reports it
+            done = True
+        answers[tok] = done
+    return done

@@ -48,7 +48,7 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "last_nd_range", "reducers")
+                 "last_nd_range", "reducers", "last_token")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -89,6 +89,7 @@ class LaunchPlan:
         self.last_nd_range = (None, None)   # ((global, local, offset) ranges, as above)
         # sycl.reduction arguments are bound to each launch's range (runtime/reduction.py).
         self.reducers = packer.has_reducers
+        self.last_token = None   # the token of the last launch holding objects (_issued)
 
     # The launch --------------------------------------------------------------------------
     def enqueue(self, space, args, deps=None, cgh=None):
@@ -261,9 +262,16 @@ class LaunchPlan:
         return ev
 
     def _issued(self, tok, keep):
-        """``_event`` where the driver's tokens are never complete at issue: not asked."""
+        """``_event`` where the driver's tokens are never complete at issue: not asked.
+        A token the driver returned for the previous launch too stands for its stream
+        (all its work so far, its errors the stream's): the launch's objects are held
+        with it, and its event is as light as a launch's without any."""
         if not keep:
             return issued_event(self.queue, STREAM, tok)
+        if tok is self.last_token:
+            self.queue._held.hold_objects(tok, keep)
+            return issued_event(self.queue, STREAM, tok)
+        self.last_token = tok
         ev = issued_event(self.queue, STREAM, tok, keep.__len__)
         self.queue._held.hold(ev)
         return ev

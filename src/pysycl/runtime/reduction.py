@@ -237,7 +237,7 @@ class bound_reduction:
         """In stream order, before the kernel: the result starts from the identity
         (``initialize_to_identity``) and the counter from zero."""
         red, q = self.red, self.cgh._queue
-        driver, stream = q._device.driver, q._stream
+        driver, stream = q._driver, q._stream
         if red.initialize_to_identity:
             driver.fill(stream, self._result, 0, red._identity_arg.value,
                         red.count * red.dtype.itemsize)
@@ -308,10 +308,13 @@ def place(params, args, leading, kernel: str) -> tuple:
 _MISSING = object()
 
 
-def bind_all(args, cgh, global_size, local_size) -> tuple:
+def bind_all(args, cgh, global_size, local_size) -> list:
     """``args`` with each reduction bound to this launch (:class:`bound_reduction`)."""
-    return tuple(a.bind(cgh, global_size, local_size) if a.__class__ is reduction else a
-                 for a in args)
+    out = list(args)
+    for i, a in enumerate(out):
+        if a.__class__ is reduction:
+            out[i] = bound_reduction(a, cgh, global_size, local_size)
+    return out
 
 
 __all__ = ["bind_all", "bound_reduction", "place", "prepare", "reduction", "span"]

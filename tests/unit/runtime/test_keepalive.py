@@ -70,3 +70,37 @@ def test_sweeps_are_amortised_while_the_device_is_behind():
         keep.hold(_command(token)[0])
     # Sweeps happen as the held list doubles: a handful, not one per command.
     assert token.asked <= 8
+
+
+class _FailingToken:
+    def is_complete(self):
+        raise RuntimeError("launch failed")   # (a new error each time, as a driver's)
+
+
+def test_objects_held_with_a_stream_token_go_when_it_finishes():
+    # Launches issued at once to one in-order stream share its token: their objects are
+    # held with it, asked once per sweep, and let go of when it is found finished (a
+    # failed token too: its error is the stream's, reported by waiting).
+    keep = KeepAlive()
+    stream, broken = _Token(), _FailingToken()
+    refs = []
+    for _ in range(200):
+        held = _Held()
+        refs.append(weakref.ref(held))
+        keep.hold_objects(stream, [held])
+        del held
+    failed = _Held()
+    failed_ref = weakref.ref(failed)
+    keep.hold_objects(broken, [failed])
+    del failed
+    gc.collect()
+    assert all(r() is not None for r in refs) and stream.asked >= 1
+    asked = stream.asked
+    keep.sweep()
+    assert stream.asked == asked + 1           # one question for 200 launches
+    assert all(r() is not None for r in refs)  # still running
+    assert failed_ref() is None
+    stream.done = True
+    keep.sweep()
+    gc.collect()
+    assert all(r() is None for r in refs) and len(keep) == 0
