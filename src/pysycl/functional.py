@@ -153,9 +153,26 @@ def as_operator(op) -> function_object | None:
     return None
 
 
+#: The operators that combine complex numbers (the SYCL complex extension's group
+#: algorithms and reductions: plus and multiplies; complex numbers are not ordered and
+#: have no bits or truth values to combine).
+COMPLEX_OPERATORS = frozenset({"plus", "multiplies"})
+
+
 def operand_problem(op, dtype) -> str | None:
-    """Why ``op`` cannot combine ``dtype`` values, or None (bitwise needs integers)."""
+    """Why ``op`` cannot combine ``dtype`` values, or None (bitwise needs integers,
+    complex numbers take plus and multiplies).
+
+    >>> operand_problem(minimum, np.complex64)
+    'sycl.minimum() does not combine complex64 values: complex numbers take sycl.plus() or sycl.multiplies()'
+    """
     dt = np.dtype(dtype)
+    if dt.kind == "c":
+        name = as_operator(op).ir_name
+        if name in COMPLEX_OPERATORS:
+            return None
+        return (f"sycl.{name}() does not combine {dt} values: complex numbers take "
+                "sycl.plus() or sycl.multiplies()")
     if dt.kind not in "biuf":
         return f"{dt} is not an arithmetic type"
     if as_operator(op).integral_only and dt.kind == "f":
@@ -206,7 +223,7 @@ def reduction_strategy(op, dtype) -> str:
     return "last_group"
 
 
-__all__ = ["AUGMENTED", "ATOMIC_RMW", "OPERATORS", "as_operator", "bit_and", "bit_or",
+__all__ = ["AUGMENTED", "ATOMIC_RMW", "COMPLEX_OPERATORS", "OPERATORS", "as_operator", "bit_and", "bit_or",
            "bit_xor", "function_object", "has_known_identity", "known_identity",
            "logical_and", "logical_or", "maximum", "minimum", "multiplies",
            "operand_problem", "plus", "reduction_strategy"]

@@ -500,9 +500,9 @@ def operator_name(lw, fv, ty, node) -> str:
                  "sycl.plus, multiplies, minimum, maximum, bit_and, bit_or, bit_xor, "
                  "logical_and, logical_or")
     s = ty.elem if isinstance(ty, T.VecType) else ty
-    if not isinstance(s, T.ScalarType):
-        lw.error(node, f"group operators combine scalars or vecs, not {ty}")
-    problem = functional.operand_problem(op, s.dtype)
+    if not isinstance(s, (T.ScalarType, T.ComplexType)):
+        lw.error(node, f"group operators combine numbers or vecs, not {ty}")
+    problem = functional.operand_problem(op, s.dtype)     # complex: plus and multiplies
     if problem:
         lw.error(node, problem)
     return op.ir_name

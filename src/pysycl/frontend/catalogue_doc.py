@@ -251,8 +251,11 @@ value the memory held before (unless the reduction has
   vectorises; a work-group's values are combined with the device's group reduction
   (SPIR-V group operations, warp shuffles) and the work-group's result reaches memory
   with one atomic operation, or, for types and operators without an atomic (8- and
-  16-bit types, `multiplies`, the logical operators), is stored and combined by the
-  work-group that finishes last, in work-group order.
+  16-bit types, complex numbers, `multiplies`, the logical operators), is stored and
+  combined by the work-group that finishes last, in work-group order.
+* Complex numbers (`sycl.reducer[np.complex64]`) take `sycl.plus` and
+  `sycl.multiplies`, as SYCL's complex extension allows; another operator is an
+  error naming it and the type.
 
 ```python
 import numpy as np
@@ -298,6 +301,10 @@ The group algorithms of SYCL 2020 (4.17.4) take a group, `nd.get_group()` or
 arguments where SYCL requires it, in uniform control flow). The operators are the function
 objects `sycl.plus`, `multiplies`, `minimum`, `maximum`, `bit_and`, `bit_or`, `bit_xor`,
 `logical_and` and `logical_or` (the logical ones give 0 or 1 in the value's type).
+Complex numbers take `plus` and `multiplies` (SYCL's complex extension), and move
+through broadcasts and shuffles; on devices their parts go through the group
+operations, and a product of a work-group's values is each work-item multiplying them
+in local id order, one group broadcast per work-item (a sub-group: one shuffle).
 
 | call | result in each work-item |
 |---|---|

@@ -9,6 +9,9 @@ warp shuffles on devices, sequential passes over the work-group on the native CP
 value is combined with the result, ``none_of`` is ``not any_of``, a vote with a
 predicate calls the ``@sycl.device`` predicate first, and a ``joint_*`` algorithm walks
 its range in steps of the group's size, every work-item taking one element per step.
+Complex numbers go through all of them, with ``plus`` and ``multiplies`` as operators
+(SYCL's complex extension); the devices take them apart in
+passes/lower_complex_group_ops.py.
 
 >>> lookup(kernel_api.joint_reduce).name
 'sycl.joint_reduce'
@@ -42,10 +45,15 @@ def _builder(lw, node) -> Builder:
     return Builder(lw.regions[-1], loc_of(lw.src, node))
 
 
+#: The value types group algorithms move and combine: numbers (a complex number goes
+#: through a device's group primitives as its parts: passes/lower_complex_group_ops.py).
+_GROUP_VALUE_TYPES = (T.ScalarType, T.ComplexType)
+
+
 def _scalar(lw, fv, node, what: str) -> Value:
     v = lw.materialize(lw.operand(fv, node), node)
-    if not isinstance(v.type, T.ScalarType):
-        lw.error(node, f"{what} works on scalars here, not {v.type}")
+    if not isinstance(v.type, _GROUP_VALUE_TYPES):
+        lw.error(node, f"{what} works on scalars and complex numbers here, not {v.type}")
     return v
 
 
@@ -74,9 +82,9 @@ def _with_init(lw, node, op: str, init_fv, value: Value, init_first: bool = True
     return b.combine(op, init, value) if init_first else b.combine(op, value, init)
 
 
-def _identity(b: Builder, op: str, ty: T.ScalarType) -> Value:
+def _identity(b: Builder, op: str, ty: T.ScalarType | T.ComplexType) -> Value:
     v = functional.known_identity(op, ty.dtype)
-    return b.const(v.item() if not ty.is_bool else bool(v), ty)
+    return b.const(bool(v) if ty == T.BOOL else v.item(), ty)
 
 
 # Broadcast and votes ---------------------------------------------------------------------
@@ -224,8 +232,9 @@ def _range(lw, node, first_fv, last_fv) -> tuple[Value, Value]:
     if not (isinstance(first.type, T.PointerType) and first.type == last.type):
         lw.error(node, "a joint algorithm takes a range of two pointers of one type "
                  "(first, last), e.g. p, p + n")
-    if not isinstance(first.type.pointee, T.ScalarType):
-        lw.error(node, f"a joint algorithm works on scalars here, not {first.type.pointee}")
+    if not isinstance(first.type.pointee, _GROUP_VALUE_TYPES):
+        lw.error(node, "a joint algorithm works on scalars and complex numbers here, not "
+                 f"{first.type.pointee}")
     return first, lw.value("ptr.diff", [last, first], T.I64, node=node)
 
 
@@ -309,8 +318,9 @@ def _joint_scan(lw, node, args, op_fv, init, inclusive: bool, op_node):
     first, n = _range(lw, node, args[1], args[2])
     out = lw.materialize(args[3], node)
     t = first.type.pointee
-    if not (isinstance(out.type, T.PointerType) and isinstance(out.type.pointee, T.ScalarType)):
-        lw.error(node.args[3], "the result of a joint scan is a pointer")
+    if not (isinstance(out.type, T.PointerType) and
+            isinstance(out.type.pointee, _GROUP_VALUE_TYPES)):
+        lw.error(node.args[3], "the result of a joint scan is a pointer to numbers")
     name = operator_name(lw, op_fv, t, op_node)
     lid, size = _local(lw, g, node)
     b = _builder(lw, node)
@@ -336,7 +346,13 @@ def _joint_scan(lw, node, args, op_fv, init, inclusive: bool, op_node):
     c = body.load_var(carry, t)
     value = body.combine(name, c, scanned)
     write, _ = body.if_(inside)
-    stored = value if out.type.pointee == t else write.op("cast", value, type=out.type.pointee)
+    if out.type.pointee == t:
+        stored = value
+    elif isinstance(t, T.ComplexType) or isinstance(out.type.pointee, T.ComplexType):
+        with lw.region(write.region):    # NumPy's rules: a complex number has no real value
+            stored = lw.coerce(value, out.type.pointee, node)
+    else:
+        stored = write.op("cast", value, type=out.type.pointee)
     write.store(write.op("ptr.offset", out, i, type=out.type), stored)
     body.store_var(carry, body.combine(name, c, total))
     return lw.value("ptr.offset", [out, n], out.type, node=node)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .core import UNKNOWN_LOC, Loc, Op, Region, Value
-from .types import BOOL, VOID, PointerType, ScalarType, Type, VecType
+from .types import BOOL, VOID, ComplexType, PointerType, ScalarType, Type, VecType
 
 #: IR op of each SYCL function object (``logical_*`` compare with zero first).
 COMBINE_OPS = {"plus": "add", "multiplies": "mul", "minimum": "min", "maximum": "max",
@@ -47,6 +49,10 @@ class Builder:
         return op if op.result is None else op.result
 
     def const(self, value: Any, type: Type, loc: Loc | None = None) -> Value:
+        """A constant; a complex one from a Python number (held as its little-endian
+        bytes, the IR's form of complex constants)."""
+        if isinstance(type, ComplexType) and not isinstance(value, bytes):
+            value = np.array(value, dtype=type.dtype.newbyteorder("<")).tobytes()
         return self.op("const", type=type, loc=loc, value=value)
 
     def var(self, name: str, type: Type, loc: Loc | None = None, **attrs: Any) -> Op:
@@ -91,6 +97,8 @@ class Builder:
             r = self.op(COMBINE_OPS[operator], a2, b2, type=mask)
             return self.op("cast", r, type=t)
         attrs = {"reassoc": True} if reassoc and operator in ("plus", "multiplies") else {}
+        if isinstance(t, ComplexType) and operator == "multiplies":
+            return self.op("complex.mul", a, b, type=t)      # ``mul`` is for real numbers
         return self.op(COMBINE_OPS[operator], a, b, type=t, attrs=attrs)
 
     def if_(self, cond: Value, loc: Loc | None = None) -> tuple["Builder", "Builder"]:

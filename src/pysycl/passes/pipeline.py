@@ -26,6 +26,7 @@ from pysycl.ir.verifier import verify_module
 
 from .bounds_checks import insert_bounds_checks
 from .coarsen_threads import coarsen_threads
+from .lower_complex_group_ops import lower_complex_group_ops
 from .lower_group_reduce import lower_group_reduce
 from .lower_reducers import finish_reducers_native, lower_reducers, prepare_reducers_native
 from .unroll_static_range import unroll_static_range
@@ -198,4 +199,7 @@ def device_kernel_pipeline(bounds: bool = False) -> PassManager:
     _add_coarsening(pm)
     pm.add_pass(lower_reducers, "reducers start from the identity and combine through a "
                                 "work-group reduction and one write per work-group")
+    pm.add_pass(lower_complex_group_ops, "the group primitives move single numbers: a "
+                                         "complex value goes through them as its parts "
+                                         "(after lower_reducers, which makes group ops)")
     return pm

@@ -126,6 +126,8 @@ class reduction:
                 value = dt.type(given)
                 if value != given:
                     raise ValueError("it changes in the conversion")
+            elif dt.kind == "c":
+                value = dt.type(complex(given))
             else:
                 value = dt.type(float(given))
         except (TypeError, ValueError, OverflowError) as e:

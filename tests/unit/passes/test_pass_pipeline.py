@@ -67,7 +67,11 @@ def test_dump_ir_after_each_pass(monkeypatch):
                                  'that reads work-item structure)\nmodule "m"\n'
                                  '// IR after device.lower_reducers (reducers start from the '
                                  'identity and combine through a work-group reduction and '
-                                 'one write per work-group)\nmodule "m"\n')
+                                 'one write per work-group)\nmodule "m"\n'
+                                 '// IR after device.lower_complex_group_ops (the group '
+                                 'primitives move single numbers: a complex value goes '
+                                 'through them as its parts (after lower_reducers, which '
+                                 'makes group ops))\nmodule "m"\n')
     monkeypatch.setenv("PYSYCL_DUMP", "")
     stream = io.StringIO()
     device_kernel_pipeline().run(Module("m"), PassOptions(dump_stream=stream))
