@@ -13,6 +13,7 @@ import llvmlite.binding as llvm
 
 from ...errors import errc, exception
 from ..base import Compiler, Target
+from . import llvm_threads
 from .object_check import check_object, probe_link
 from .target import new_target_machine, native_cpu_target
 
@@ -48,13 +49,14 @@ class NativeCpuCompiler(Compiler):
 
     def optimize(self, llvm_ir: str, name: str = "module") -> llvm.ModuleRef:
         """Parse, verify and optimise; raises ``exception(errc.build)`` with LLVM's message.
-        Each module gets an LLVM context of its own, so threads may compile at once."""
+        Each module gets an LLVM context of its own and each thread a TargetMachine, so
+        threads compile at once (``llvm_threads``: outside llvmlite's lock)."""
         tm = self.target_machine
         try:
-            mod = llvm.parse_assembly(llvm_ir, context=llvm.create_context())
+            mod = llvm_threads.parse(llvm_ir, llvm.create_context())
             mod.triple = self.target.triple
             mod.data_layout = str(tm.target_data)
-            mod.verify()
+            llvm_threads.verify(mod)
         except RuntimeError as e:
             raise exception(errc.build, f"LLVM rejected the IR of {name!r}: {e}") from None
         pto = llvm.create_pipeline_tuning_options(speed_level=self.speed_level)
@@ -69,8 +71,7 @@ class NativeCpuCompiler(Compiler):
         # loops through llvm.loop.unroll.full (ir/loops.FULL_UNROLL_TRIPS),
         # which LLVM honours with unrolling off.
         pto.loop_unrolling = self.unroll
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        llvm_threads.run_pipeline(llvm.create_pass_builder(tm, pto), mod)
         return mod
 
     def optimized_ir(self, llvm_ir: str) -> str:
@@ -82,7 +83,7 @@ class NativeCpuCompiler(Compiler):
 
     def compile(self, llvm_ir: str, kernel_names: Sequence[str] = ()) -> bytes:
         mod = self.optimize(llvm_ir, ",".join(kernel_names) or "module")
-        return bytes(self.target_machine.emit_object(mod))
+        return llvm_threads.emit_object(self.target_machine, mod)
 
     def assembly(self, llvm_ir: str) -> str:
         """Host assembly of the optimised module (``device_image.asm`` for native CPU)."""
