@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Mapping
 
 from .. import config
 from ..detail import trace
+from ..detail.gc_pause import no_full_collections
 from ..detail.memo import Memo
 from ..errors import errc, exception
 from ..properties import as_properties, spec_constant_lowering
@@ -180,6 +181,7 @@ def default_source(kid: kernel_id) -> LinkSource:
 _INCOMPATIBLE = object()
 
 
+@no_full_collections()
 def executable_images(jobs: list[tuple[LinkSource, kernel_id, list]], mode: str,
                       values: Mapping[str, bytes] | None) -> list[device_image]:
     """The executable image of each ``(source, kernel, devices of one target)`` job, in
@@ -352,13 +354,13 @@ def _new_executable(lk: LinkedKernel, devices: list, job: BuildJob,
     with trace.span(f"build {job.what}", "build", **about):
         binary, llvm = build_chain.build_binary(lk.module, job, key, default_cache(),
                                                 label=f"kernel {job.what}")
-    warm_index.record_link(lk, key)
+    sets = image_property_sets(lk.module, lk.spec_ids)
+    warm_index.record_link(lk, key, sets)
     kids = lk.group.kernel_ids if lk.group is not None else [lk.kid]
     img = device_image(
         bundle_state.executable, lk.module, kids, target=target.name,
         format=target.binary_format, devices=devices, binary=binary,
-        registry=coarsening.with_plans(image_property_sets(lk.module, lk.spec_ids),
-                                       job.coarsen),
+        registry=coarsening.with_plans(sets, job.coarsen),
         spec_ids=lk.spec_ids, lowering=job.mode, target_obj=target, spec_values=value_bytes,
         # A binary from the cache comes without its LLVM text: made again when asked.
         llvm=llvm if llvm is not None else lambda: build_chain.llvm_text(lk.module, job))

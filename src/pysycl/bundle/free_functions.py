@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+from ..detail.gc_pause import no_full_collections
 from ..properties.aspects import aspect
 from ..properties import properties_for
 from ..errors import errc, exception
@@ -114,6 +115,7 @@ def _image_what(img: device_image) -> str:
     return f"kernel {names}" if names else f"library {img.translation_unit}"
 
 
+@no_full_collections()
 def get_kernel_bundle(ctx, state, *, devices=None, kernel_ids=None, selector=None,
                       kernel=None) -> kernel_bundle:
     """The application's kernels for ``ctx``/``devices`` in ``state`` (4.11.7).
@@ -173,6 +175,7 @@ def is_compatible(kernel_ids, device) -> bool:
     return all(_kernel_compatible_any(k, [device]) for k in to_kernel_ids(kernel_ids))
 
 
+@no_full_collections()
 def compile(kb: kernel_bundle, devices=None, properties=None) -> kernel_bundle:  # noqa: A001
     """Input bundle -> object bundle (4.11.11); spec-constant values are carried."""
     if not isinstance(kb, kernel_bundle) or kb.state is not bundle_state.input:
@@ -206,6 +209,7 @@ def _merged_spec_values(bundles: Sequence[kernel_bundle]) -> tuple[dict, dict]:
     return values, objects
 
 
+@no_full_collections()
 def link(bundles, devices=None, properties=None) -> kernel_bundle:
     """Object bundle(s) -> executable bundle (4.11.11).
 

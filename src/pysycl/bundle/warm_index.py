@@ -519,9 +519,10 @@ def lookup_summary(kfn) -> tuple[str, dict] | None:
 
 # -- link entries (executable images without the frontend) ------------------------------
 
-def record_link(lk, ir_key) -> None:
+def record_link(lk, ir_key, registry=None) -> None:
     """After the full path built ``lk``: remember the IR key's ``ir``/``spec_ids``
-    digests and the launch metadata, under the fingerprints of the linked images."""
+    digests and the launch metadata, under the fingerprints of the linked images;
+    ``registry``: its image's property sets when the caller has them already."""
     group = getattr(lk, "warm_group", None)
     if not group or not enabled():
         return
@@ -538,7 +539,8 @@ def record_link(lk, ir_key) -> None:
         entry = {"kernel": KernelInfo.of(fn).to_json(),
                  "ir": ir_key.parts["ir"], "spec_ids_digest": ir_key.parts["spec_ids"],
                  "spec_ids": spec_ids_to_json(lk.spec_ids),
-                 "registry": registry_to_json(image_property_sets(lk.module, lk.spec_ids))}
+                 "registry": registry_to_json(registry if registry is not None else
+                                              image_property_sets(lk.module, lk.spec_ids))}
     except Exception as e:  # noqa: BLE001
         log.debug("no warm-start link entry for %s: %s", lk.name, e)
         return

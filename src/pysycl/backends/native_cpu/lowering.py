@@ -550,9 +550,13 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
         return b.load(p, typ=lt.I64, align=8)
     desc = {"global_range": LAUNCH_GLOBAL, "local_range": LAUNCH_LOCAL,
             "group_range": LAUNCH_GROUPS, "global_offset": LAUNCH_OFFSET}
-    launch_vals = {k: [word(v + d) for d in range(3)] for k, v in desc.items()}
-    dims = word(LAUNCH_DIMS)
     variants = kernel_dims(fn)
+    # Only the dimensions some variant reads (a 1-D kernel: 4 loads, not 12): fewer
+    # instructions to print and for LLVM to parse and delete.
+    used = max(variants)
+    launch_vals = {k: [word(v + d) if d < used else None for d in range(3)]
+                   for k, v in desc.items()}
+    dims = word(LAUNCH_DIMS)
     flat = module is not None and _asks_global_only(module, fn)
     exit_bb = b.function.append_basic_block("exit")
     switch = b.switch(dims, exit_bb)
