@@ -259,12 +259,16 @@ def _linked_executables(images: list[device_image], devs: list, mode: str,
         tuple(img._warm_fingerprint for img in images) if warm else None,
         {kid.get_name(): img.kernel_function(kid) for img in images
          for kid in img.get_kernel_ids()} if warm else None)
-    exe = executable_images([(source, kid, group) for group in group_by_target(devs)
-                             for img in images for kid in img.get_kernel_ids()], mode, values)
-    linked = source.linked_kernels() if source.did_link else []
-    if linked and linked[0].warm_group:   # the bundle-wide index entries, for next time
-        warm_index.record_groups([k.kernel for img in images for k in img.get_kernel_ids()],
-                                 linked[0].warm_group, [lk.name for lk in linked])
+    # The kernels' link entries go into one bundle-wide entry (record_groups), not a
+    # file each; those it does not hold are written one by one at the end.
+    with warm_index.held_link_entries():
+        exe = executable_images([(source, kid, group) for group in group_by_target(devs)
+                                 for img in images for kid in img.get_kernel_ids()],
+                                mode, values)
+        linked = source.linked_kernels() if source.did_link else []
+        if linked and linked[0].warm_group:   # the bundle-wide index entries, for next time
+            warm_index.record_groups([k.kernel for img in images for k in img.get_kernel_ids()],
+                                     linked[0].warm_group, [lk.name for lk in linked])
     return exe
 
 

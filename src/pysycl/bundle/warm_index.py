@@ -56,6 +56,8 @@ CODEGEN_ABI and debug options.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import hashlib
 import json
@@ -479,7 +481,7 @@ def prefetch_summaries(kfns) -> None:
 
 def record_groups(kfns, group: tuple[str, ...], kernel_names: list[str]) -> None:
     """After a bundle's full build: its bundle-wide summary and link entries, from the
-    per-kernel ones this process just wrote, so its next start reads one of each."""
+    per-kernel ones this process just made, so its next start reads one of each."""
     if not enabled() or len(kernel_names) < 2:
         return
     fps = tuple(sorted({fp for fp in (fingerprint(k) for k in kfns if k is not None)
@@ -488,9 +490,11 @@ def record_groups(kfns, group: tuple[str, ...], kernel_names: list[str]) -> None
     if len(fps) > 1 and all(summaries.values()):
         _write(group_key("summary", fps), {"entries": summaries})
     links = {name: _made.get(("link", tuple(group), name)) for name in kernel_names}
-    if all(links.values()):
-        _write(group_key("link", tuple(group) + tuple(sorted(kernel_names))),
-               {"entries": links})
+    key = group_key("link", tuple(group) + tuple(sorted(kernel_names)))
+    if all(links.values()) and _write(key, {"entries": links}):
+        held = _held_links.get()   # now in the bundle's entry: not written one by one
+        for name in kernel_names if held is not None else ():
+            held.pop((tuple(group), name), None)
 
 
 def lookup_summary(kfn) -> tuple[str, dict] | None:
@@ -544,9 +548,38 @@ def record_link(lk, ir_key, registry=None) -> None:
     except Exception as e:  # noqa: BLE001
         log.debug("no warm-start link entry for %s: %s", lk.name, e)
         return
+    held = _held_links.get()
+    if held is not None:   # written by record_groups in the bundle's entry, or at the end
+        held[(tuple(group), lk.name)] = (key, entry)
+        _made[("link", tuple(group), lk.name)] = dict(entry, format=INDEX_FORMAT)
+        return
     if _write(key, entry):
         lk._warm_link_written = written
         _made[("link", tuple(group), lk.name)] = dict(entry, format=INDEX_FORMAT)
+
+
+#: Link entries of the build under way that ``held_link_entries`` keeps back: (group,
+#: kernel name) -> (key, entry). A context variable: the build's threads copy the
+#: context, so they share the caller's dict.
+_held_links: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "pysycl_held_link_entries", default=None)
+
+
+@contextlib.contextmanager
+def held_link_entries():
+    """Around the build of a bundle: its kernels' link entries are kept back, and the
+    bundle-wide entry ``record_groups`` writes holds them (a 160-kernel bundle wrote
+    160 small files it never read: its next start reads the bundle-wide entry); the
+    entries it does not hold (a one-kernel bundle, a build that failed half way) are
+    written one by one when the block ends."""
+    held: dict = {}
+    token = _held_links.set(held)
+    try:
+        yield held
+    finally:
+        _held_links.reset(token)
+        for key, entry in list(held.values()):
+            _write(key, entry)
 
 
 def _index_path(key):
