@@ -40,9 +40,10 @@ def link_modules(modules: list[Module], name: str) -> Module:
     """
     out = Module(name)
     origin: dict[str, str] = {}  # function name -> module that defines/declares it
+    index: dict[str, int] = {}   # function name -> its place in out.functions
     for m in modules:
         for f in m.functions:
-            _add_function(out, origin, m.name, f)
+            _add_function(out, origin, index, m.name, f)
         for s in m.spec_constants:
             _merge_decl(out.spec_constants, s, m.name, "specialization constant")
         for d in m.device_globals:
@@ -50,9 +51,14 @@ def link_modules(modules: list[Module], name: str) -> Module:
     return mark_coarsen_candidates(out)
 
 
-def _add_function(out: Module, origin: dict[str, str], mod: str, f: Function) -> None:
-    have = out.get_function(f.name)
+def _add_function(out: Module, origin: dict[str, str], index: dict[str, int], mod: str,
+                  f: Function) -> None:
+    # By name through ``index``: a search of ``out.functions`` for every function made
+    # the link of a bundle quadratic in its kernels.
+    at = index.get(f.name)
+    have = out.functions[at] if at is not None else None
     if have is None:
+        index[f.name] = len(out.functions)
         out.functions.append(clone_function(f))
         origin[f.name] = mod
         return
@@ -68,7 +74,7 @@ def _add_function(out: Module, origin: dict[str, str], mod: str, f: Function) ->
                             f"is a {definition.kind} function in module {def_mod!r}, not an "
                             "exported @sycl.external")
         if have.kind == "declare" and f.kind != "declare":
-            out.functions[out.functions.index(have)] = clone_function(f)
+            out.functions[at] = clone_function(f)
             origin[f.name] = mod
         return
     if f.kind == have.kind == "device":
