@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import types
 
 import numpy as np
@@ -75,13 +74,13 @@ def project(tmp_path):
     env.update(PYSYCL_DEVICE_SELECTOR="native_cpu",
                PYTHONPATH=str(tmp_path) + os.pathsep + env.get("PYTHONPATH", ""))
 
-    def run(cache="cache", **extra):
-        out = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(N_KERNELS)],
+    def run(cache="cache", n=N_KERNELS, **extra):
+        out = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(n)],
                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
                              env=dict(env, PYSYCL_CACHE_DIR=str(tmp_path / cache), **extra))
         assert out.returncode == 0, out.stderr[-3000:]
         res = json.loads(out.stdout.strip().splitlines()[-1])
-        assert res["ok"] == [True] * N_KERNELS
+        assert res["ok"] == [True] * n
         return res
 
     return types.SimpleNamespace(dir=tmp_path, run=run)
@@ -106,6 +105,23 @@ def test_warm_start_reads_one_entry_per_kind_and_binaries_on_launch(project):
     assert warm["reads"] == list(range(1, N_KERNELS + 1))
 
 
+def test_bundle_link_entries_are_one_file(project):
+    """A cold build writes one index entry per kernel (its summary) and two for the
+    bundle (summaries, links): the kernels' link entries live in the bundle's."""
+    project.run()
+    entries = [p for p in (project.dir / "cache").glob("v*/*/*.idx")]
+    assert len(entries) == N_KERNELS + 2
+
+
+def test_one_kernel_bundle_keeps_its_link_entry(project):
+    """No bundle-wide entry for one kernel: its link entry is written on its own, and
+    the next start finds it."""
+    project.run(cache="one", n=1)
+    warm = project.run(cache="one", n=1)["after_build"]
+    assert warm["warm_index_hits"] == 1 and warm["codegen_count"] == 0
+    assert warm["frontend_count"] == 0
+
+
 def test_binary_gone_from_the_cache_is_rebuilt_at_launch(project):
     first = project.run()
     project.run()
@@ -119,44 +135,74 @@ def test_binary_gone_from_the_cache_is_rebuilt_at_launch(project):
     assert again["digests"] == first["digests"]
 
 
-def test_compiler_is_safe_on_many_threads():
-    """One compiler object, several threads at once: each gets the bytes a lone
-    compile gives (a TargetMachine per thread, an LLVM context per module)."""
+_THREADS_PROGRAM = textwrap.dedent('''
+    import hashlib, json, sys, textwrap, threading
     from pysycl.backends.native_cpu.compiler import NativeCpuCompiler
-    ir = textwrap.dedent('''
-        define void @k(ptr noalias %x, ptr noalias %y, i64 %n) {
-        entry:
-          br label %loop
-        loop:
-          %i = phi i64 [ 0, %entry ], [ %next, %loop ]
-          %px = getelementptr float, ptr %x, i64 %i
-          %py = getelementptr float, ptr %y, i64 %i
-          %v = load float, ptr %px
-          %w = fmul float %v, 3.0
-          store float %w, ptr %py
-          %next = add i64 %i, 1
-          %done = icmp eq i64 %next, %n
-          br i1 %done, label %exit, label %loop
-        exit:
-          ret void
-        }''')
-    compiler = NativeCpuCompiler()
-    expected = hashlib.sha256(compiler.compile(ir, ["k"])).hexdigest()
-    got: list[str] = []
-    errors: list[BaseException] = []
 
-    def work():
+    def kernel_ir(i):
+        return textwrap.dedent(f"""
+            define void @k{i}(ptr noalias %x, ptr noalias %y, i64 %n) {{
+            entry:
+              br label %loop
+            loop:
+              %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+              %px = getelementptr float, ptr %x, i64 %i
+              %py = getelementptr float, ptr %y, i64 %i
+              %v = load float, ptr %px
+              %w = fmul float %v, {i + 2}.0
+              store float %w, ptr %py
+              %next = add i64 %i, 1
+              %done = icmp eq i64 %next, %n
+              br i1 %done, label %exit, label %loop
+            exit:
+              ret void
+            }}""")
+
+    irs = [kernel_ir(i) for i in range(6)]
+    compiler = NativeCpuCompiler()
+    expected = [hashlib.sha256(compiler.compile(ir, [f"k{i}"])).hexdigest()
+                for i, ir in enumerate(irs)]
+    got, errors = [], []
+
+    def work(t):
         try:
-            for _ in range(5):
-                got.append(hashlib.sha256(compiler.compile(ir, ["k"])).hexdigest())
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work) for _ in range(4)]
+            for r in range(4):
+                i = (t + r) % len(irs)
+                got.append((i, hashlib.sha256(compiler.compile(irs[i], [f"k{i}"])).hexdigest()))
+        except BaseException as e:
+            errors.append(repr(e))
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors and got == [expected] * 20
+    print(json.dumps({"errors": errors, "same": all(d == expected[i] for i, d in got),
+                      "count": len(got), "distinct": len(set(expected))}))
+''')
+
+
+def test_compiler_is_safe_on_many_threads():
+    """One compiler object, six threads compiling six kernels at once, in LLVM together
+    (outside llvmlite's lock): each gets the bytes a lone compile gives (a TargetMachine
+    per thread, an LLVM context per module). In a subprocess: a crash is an answer."""
+    out = subprocess.run([sys.executable, "-c", _THREADS_PROGRAM], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res == {"errors": [], "same": True, "count": 24, "distinct": 6}
+
+
+def test_heavy_llvm_calls_bypass_llvmlites_lock():
+    """With the installed llvmlite, parse, verify, optimisation and emission are the
+    ctypes functions themselves, not llvmlite's wrappers that take its process-wide
+    lock (with those, a bundle's build threads take turns in LLVM)."""
+    from llvmlite.binding import ffi
+    from pysycl.backends.native_cpu import llvm_threads
+    for name in ("LLVMPY_ParseAssembly", "LLVMPY_VerifyModule",
+                 "LLVMPY_RunNewModulePassManager", "LLVMPY_TargetMachineEmitToMemory"):
+        raw = llvm_threads.raw_function(name)
+        assert raw is not getattr(ffi.lib, name)
+        assert raw.argtypes == getattr(ffi.lib, name).argtypes
 
 
 def test_checked_builds_stay_checked_on_build_threads(monkeypatch):
