@@ -371,9 +371,10 @@ def _new_executable(lk: LinkedKernel, devices: list, job: BuildJob,
 def _build_all(jobs: list[tuple[LinkedKernel, list]], mode: str,
                values: Mapping[str, bytes] | None) -> list[device_image]:
     """``build_executable`` for each job, on ``config.build_jobs()`` threads at once: LLVM
-    (parse, optimise, emit: two thirds of a native kernel's build) runs without the GIL,
-    each thread with a TargetMachine and LLVM contexts of its own, while another thread
-    runs the Python passes and code generation of the next kernel."""
+    (parse, optimise, emit: three quarters of a native kernel's build) runs without the
+    GIL, each thread with a TargetMachine and LLVM contexts of its own (and, on the
+    native CPU, outside llvmlite's lock: threads are in LLVM together), while another
+    thread runs the Python passes and code generation of the next kernel."""
     threads = min(config.build_jobs(), len(jobs))
     if threads <= 1:
         return [build_executable(lk, ok, mode, values) for lk, ok in jobs]
