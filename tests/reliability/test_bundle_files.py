@@ -171,7 +171,7 @@ MUTATIONS = {
     "alignment": (lambda d: next(at for at, h in _section_headers(d) if h[1] == 1) + 48,
                   "<Q", 24, "alignment"),
     "relocation offset": (lambda d: _first_rela(d), "<Q", 1 << 20, "patches bytes"),
-    "relocation moved onto the next byte": (lambda d: _first_rela(d), "<Q", None, None),
+    "relocation moved onto the next byte": (lambda d: _first_rela(d), "<Q", None, "not zero"),
     "relocation type": (lambda d: _first_rela(d) + 8, "<I", 10, "type 10"),
     "relocation symbol": (lambda d: _first_rela(d) + 12, "<I", 999, "symbol 999"),
     "relocation addend": (lambda d: _first_rela(d) + 16, "<q", 1 << 40, "reaches"),
@@ -190,7 +190,6 @@ def test_malformed_host_objects_are_refused_in_a_fresh_process(seeds, tmp_path, 
     at = where(data)
     if value is None:   # one byte later: a fixup that straddles two instructions
         value = struct.unpack_from(fmt, data, at)[0] + 1
-        text = ""
     struct.pack_into(fmt, data, at, value)
     img.data = bytes(data)
     path = _write(tmp_path, f)

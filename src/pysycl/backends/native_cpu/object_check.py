@@ -266,6 +266,14 @@ def _relocations(data: bytes, secs: list[_Section], st: _Section, syms: list[tup
             if offset < before or offset > target.size or width > target.size - offset:
                 raise _bad(f"relocation {k} of section {s.index} patches bytes "
                            f"{offset}..{offset + width} of a {target.size}-byte section")
+            if machine == EM_X86_64 and target.type != SHT_NOBITS and \
+                    any(data[target.offset + offset:target.offset + offset + width]):
+                # LLVM leaves a RELA fixup's bytes zero (the addend is in the entry);
+                # RuntimeDyld adds whatever is there to the addend, so other bytes (a
+                # fixup moved onto the next instruction) give another target, or one
+                # out of reach, where it asserts.
+                raise _bad(f"relocation {k} of section {s.index} patches bytes "
+                           f"{offset}..{offset + width} that are not zero")
             _check_target(secs, syms[sym], rtype, addend, machine,
                           f"relocation {k} of section {s.index}")
 
