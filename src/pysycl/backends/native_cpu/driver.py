@@ -2,9 +2,9 @@
 
 All USM kinds and buffers are ordinary host memory here (NumPy-backed; 64-byte aligned,
 blocks of 64 KiB or more 4 KiB aligned), so every allocation is host-accessible and
-copies are ``memmove``. Loading and launching
-go to ``executor.py`` (ORC LLJIT + a persistent thread pool); this file only turns
-:class:`KernelArg` values into the entry ABI's ``void **args``.
+copies are ``memmove``. Loading and launching go to ``executor.py`` (ORC LLJIT + a
+persistent thread pool); this file only turns :class:`KernelArg` values into the entry
+ABI's ``void **args``.
 
 >>> from pysycl.backends.native_cpu.driver import NativeCpuDriver
 >>> drv = NativeCpuDriver(); dev = drv.discover()[0]
