@@ -18,6 +18,7 @@ from ..ir.core import Function, Op
 from ..ir.types import IndexSpaceType
 from . import types as lt
 from .context import RULES, LoweringContext, Rule
+from .rules_scalar import declare_overloaded
 
 # SYCL memory_order -> LLVM atomic ordering (SYCL 2020 3.8.3.1).
 ORDERINGS = {"relaxed": "monotonic", "acquire": "acquire", "release": "release",
@@ -46,9 +47,9 @@ class TargetLowering:
     reassoc_flags: tuple[str, ...] = ()
     #: Whether codegen contracts a float multiply feeding an add or a subtraction in one
     #: expression (``a * b + c``) into :meth:`mul_add`: OpenCL C's default contraction
-    #: (``FP_CONTRACT ON``), for a backend that cannot fuse flagged instructions itself
-    #: (LLVM's SPIR-V backend drops ``contract``). A product kept in a variable is not
-    #: contracted, nor is anything when False (default).
+    #: (``FP_CONTRACT ON``), by an operation the target may fuse or not (``mad`` on
+    #: SPIR-V, whose LLVM backend drops ``contract``; ``llvm.fmuladd`` on the host). A
+    #: product kept in a variable is not contracted, nor is anything when False (default).
     contract_expressions: bool = False
     #: Calling convention of the internal helper functions codegen adds (the failure
     #: path of checked builds); "" is LLVM's default.
@@ -141,8 +142,7 @@ class TargetLowering:
     def mul_add(self, ctx: LoweringContext, a: ll.Value, b: ll.Value, c: ll.Value) -> ll.Value:
         """``a * b + c`` as one operation that may be fused (one rounding) or not
         (``llvm.fmuladd``); used where ``contract_expressions`` is set."""
-        fn = ctx.llmodule.declare_intrinsic("llvm.fmuladd", [a.type],
-                                            ll.FunctionType(a.type, [a.type] * 3))
+        fn = declare_overloaded(ctx, "llvm.fmuladd", [a.type], ll.FunctionType(a.type, [a.type] * 3))
         return ctx.builder.call(fn, [a, b, c])
 
     def atomic_scope(self, scope: str) -> str:

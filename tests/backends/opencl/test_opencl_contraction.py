@@ -1,7 +1,8 @@
 """Float contraction on OpenCL: a multiply feeding an add or a subtraction in one
 expression is one OpenCL.std ``mad`` in the SPIR-V (OpenCL C's default FP_CONTRACT ON),
 which the driver may fuse; a product kept in a variable, used twice, or widened before
-the add stays a separate OpFMul. The native CPU target keeps separate roundings.
+the add stays a separate OpFMul. (The native CPU applies the same rule through
+``llvm.fmuladd``: tests/backends/native_cpu/test_native_contraction.py.)
 
 Results are checked element by element against both NumPy roundings (fused: the f64
 sum of the exact f32 product; separate: f32 product, then f32 sum)."""
@@ -14,7 +15,6 @@ import numpy as np
 import pytest
 
 import pysycl as sycl
-from pysycl.backends.native_cpu.target import native_cpu_target
 from pysycl.backends.opencl.compiler import SpirvCompiler, validate
 from pysycl.backends.opencl.target import SPIRV64
 from pysycl.bundle import toolchain
@@ -127,13 +127,6 @@ def test_vec_operands_are_one_vector_mad():
     assert len(mads) == 1
     vec_type = mads[0][1]
     assert re.search(rf"{vec_type} = OpTypeVector %\w+ 4", asm)
-
-
-def test_native_cpu_keeps_separate_roundings():
-    _, module = _module(k_forms)
-    ir = toolchain.codegen(module, native_cpu_target())
-    assert "fmuladd" not in ir and "_Z3mad" not in ir
-    assert ir.count("fmul float") == 4
 
 
 # Results -----------------------------------------------------------------------------------
