@@ -34,7 +34,8 @@ def run(q, seed):
     np.asarray(dx)[:] = x
     np.asarray(dy)[:] = y
     q.parallel_for(sycl.range(N), axpy, dx, dy, np.float32(1.5)).wait()
-    ok = bool(np.allclose(np.asarray(dy), 1.5 * x + y, rtol=1e-6))
+    ok = bool(np.allclose(np.asarray(dy), 1.5 * x.astype(np.float64) + y, rtol=1e-6,
+                          atol=1e-6))   # a * x + y, fused or not
     sycl.free(dx, q); sycl.free(dy, q)
     return ok
 

@@ -53,8 +53,9 @@ RUN = textwrap.dedent('''
             cgh.use_kernel_bundle(kb)
             cgh.parallel_for(sycl.range(257), k, x, y, np.float32(1.5))
         q.submit(cgf).wait()
-        expected = np.where(xs > 0, np.float32(1.5) * xs + ys, ys - np.float32(i))
-        results.append(bool(np.allclose(np.asarray(y), expected, rtol=1e-6)))
+        expected = np.where(xs > 0, 1.5 * xs.astype(np.float64) + ys, ys - np.float32(i))
+        # a * x + y may be fused: either rounding of the exact result passes
+        results.append(bool(np.allclose(np.asarray(y), expected, rtol=1e-6, atol=1e-6)))
         reads.append(stats.warm_binary_reads)
     digests = [hashlib.sha256(img._binary).hexdigest() for img in kb]
     print(json.dumps({"ok": results, "after_build": after_build, "reads": reads,
