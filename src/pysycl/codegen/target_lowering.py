@@ -48,7 +48,7 @@ class TargetLowering:
     #: Whether codegen contracts a float multiply feeding an add or a subtraction in one
     #: expression (``a * b + c``) into :meth:`mul_add`: OpenCL C's default contraction
     #: (``FP_CONTRACT ON``), by an operation the target may fuse or not (``mad`` on
-    #: SPIR-V, whose LLVM backend drops ``contract``; ``llvm.fmuladd`` on the host). A
+    #: SPIR-V, whose LLVM backend drops ``contract``; ``llvm.fmuladd`` by default). A
     #: product kept in a variable is not contracted, nor is anything when False (default).
     contract_expressions: bool = False
     #: Calling convention of the internal helper functions codegen adds (the failure

@@ -1,10 +1,13 @@
-"""Float contraction on the native CPU: a multiply feeding an add or a subtraction in one
-expression is ``llvm.fmuladd`` (OpenCL C's and clang's default FP_CONTRACT ON, the rule
-the OpenCL backend applies with ``mad``), one FMA on a CPU that has them; a product kept
-in a variable (used once or twice) or widened before the add stays a separate multiply.
+"""Float contraction and the native CPU.
 
-Results are checked element by element against both NumPy roundings (fused: the f64
-sum of the exact f32 product; separate: f32 product, then f32 sum)."""
+The native CPU rounds ``a * b + c`` twice, as NumPy does: no ``llvm.fmuladd`` in its
+code and results equal to NumPy's bit for bit (FIR, the four add/sub forms, products
+kept in variables). The shared contraction rule (``codegen/rules_scalar._mul_add``, the
+OpenCL backend's ``mad``) is also checked here on host code, through a lowering that
+turns it on with the default ``TargetLowering.mul_add`` (``llvm.fmuladd``): a product
+feeding an add or a subtraction in one expression is contracted, scalar or vec; a
+product kept in a variable (used once or twice) or widened before the add is not; its
+results are one of the two NumPy roundings."""
 from __future__ import annotations
 
 import re
@@ -13,11 +16,15 @@ import numpy as np
 import pytest
 
 import pysycl as sycl
+from pysycl.backends.base import KernelArg, KernelArgKind
 from pysycl.backends.native_cpu.compiler import NativeCpuCompiler
+from pysycl.backends.native_cpu.executor import default_executor
+from pysycl.backends.native_cpu.lowering import NativeCpuLowering
 from pysycl.backends.native_cpu.target import native_cpu_target
 from pysycl.bundle import toolchain
 from pysycl.bundle.kernel_id import get_kernel_id
 from pysycl.bundle.linker import default_linked_kernel
+from pysycl.codegen import lower_module
 from pysycl.passes.spec_constants import lower_spec_constants
 
 F32, F64, I32 = np.float32, np.float64, np.int32
@@ -63,130 +70,151 @@ def k_vec(i: sycl.id[1], a: sycl.global_ptr[F4], b: sycl.global_ptr[F4],
     out[i[0]] = a[i[0]] * b[i[0]] - c[i[0]]
 
 
-def _llvm(kernel) -> str:
-    """The kernel's LLVM IR for the host, spec constants at their defaults."""
+class _ContractingLowering(NativeCpuLowering):
+    """The host lowering with the shared contraction rule on (default ``mul_add``)."""
+    contract_expressions = True
+
+
+def _linked(kernel):
     lk = default_linked_kernel(get_kernel_id(kernel))
     module = toolchain.clone(lk.module)
     lower_spec_constants(module, lk.spec_ids, "literal", None)
-    return toolchain.codegen(module, native_cpu_target())
+    return lk, module
 
 
-def _optimized(kernel) -> str:
-    return NativeCpuCompiler().optimized_ir(_llvm(kernel))
+def _native_llvm(kernel) -> str:
+    """The kernel's LLVM IR as the native CPU device builds it (spec constants at their
+    defaults)."""
+    return toolchain.codegen(_linked(kernel)[1], native_cpu_target())
+
+
+def _contracting_llvm(kernel) -> str:
+    return str(lower_module(_linked(kernel)[1], _ContractingLowering(native_cpu_target())))
 
 
 def _count(text: str, pattern: str) -> int:
     return len(re.findall(pattern, text))
 
 
-# IR ------------------------------------------------------------------------------------------
-def test_the_four_forms_are_fmuladd_with_the_right_negation():
-    ir = _optimized(k_forms)
-    assert _count(ir, r"call float @llvm\.fmuladd\.f32\(") == 4
-    assert _count(ir, r"\bfneg float\b") == 2              # -c and -a
-    assert _count(ir, r"\bf(mul|add|sub) float\b") == 0
+# The native CPU: two roundings -----------------------------------------------------------------
+def test_native_code_has_no_contraction():
+    for kernel in (k_fir, k_forms, k_vec):
+        opt = NativeCpuCompiler().optimized_ir(_native_llvm(kernel))
+        assert "fmuladd" not in opt and "llvm.fma" not in opt, kernel.__name__
+    if "+fma" in native_cpu_target().features.split(","):
+        asm = NativeCpuCompiler().assembly(_native_llvm(k_fir))
+        assert _count(asm, r"\bvfn?m(add|sub)\w*[ps]s\b") == 0
+        assert _count(asm, r"\bvmulps\b") >= 16            # 16 taps, a multiply each
 
 
-def test_kept_widened_and_twice_used_products_are_not_contracted():
-    ir = _optimized(k_kept)
-    assert "fmuladd" not in ir
-    assert _count(ir, r"\bfmul float\b") == 2       # p, and c * a before the widening
-    assert _count(ir, r"\bfadd float\b") == 1 and _count(ir, r"\bfsub float\b") == 1
-    assert _count(ir, r"\bfadd double\b") == 1
+# The shared rule on host code ----------------------------------------------------------------
+def test_rule_contracts_the_four_forms_with_the_right_negation():
+    opt = NativeCpuCompiler().optimized_ir(_contracting_llvm(k_forms))
+    assert _count(opt, r"call float @llvm\.fmuladd\.f32\(") == 4
+    assert _count(opt, r"\bfneg float\b") == 2              # -c and -a
+    assert _count(opt, r"\bf(mul|add|sub) float\b") == 0
 
 
-def test_vec_operands_are_one_vector_fmuladd():
-    ir = _llvm(k_vec)
+def test_rule_leaves_kept_widened_and_twice_used_products():
+    opt = NativeCpuCompiler().optimized_ir(_contracting_llvm(k_kept))
+    assert "fmuladd" not in opt
+    assert _count(opt, r"\bfmul float\b") == 2       # p, and c * a before the widening
+    assert _count(opt, r"\bfadd float\b") == 1 and _count(opt, r"\bfsub float\b") == 1
+    assert _count(opt, r"\bfadd double\b") == 1
+
+
+def test_rule_contracts_vec_operands_into_one_vector_fmuladd():
+    ir = _contracting_llvm(k_vec)
     assert _count(ir, r"@\"?llvm\.fmuladd\.v4f32\"?\(") == 2   # its declaration and the call
     assert _count(ir, r"\bfsub <4 x float>") == 0
 
 
-def test_fir_taps_are_fused_multiply_adds_in_the_host_code():
-    ir = _optimized(k_fir)
-    assert "fmuladd" in ir
-    assert _count(ir, r"\bf(mul|add) (float|<\d+ x float>)") == 0
+def test_rule_makes_the_fir_taps_multiply_adds():
+    ir = _contracting_llvm(k_fir)
+    opt = NativeCpuCompiler().optimized_ir(ir)
+    assert "fmuladd" in opt
+    assert _count(opt, r"\bf(mul|add) (float|<\d+ x float>)") == 0
     if "+fma" in native_cpu_target().features.split(","):
-        asm = NativeCpuCompiler().assembly(_llvm(k_fir))
+        asm = NativeCpuCompiler().assembly(ir)
         assert _count(asm, r"\bvfmadd\d+[ps]s\b") >= 16     # 16 taps, each one FMA
         assert _count(asm, r"\bv(mul|add)[ps]s\b") == 0
 
 
-# Results -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def native_queue():
+def test_rule_gives_a_rounding_of_the_exact_result():
+    """The contracted forms run (host code from the contracting lowering): every element
+    is the fused or the separate NumPy rounding, and where the two differ, the fused one
+    shows when the CPU has FMA."""
+    n = 1000
+    rng = np.random.default_rng(17)
+    a, b, c = (rng.standard_normal(n, dtype=F32) for _ in range(3))
+    out = np.full(4 * n, np.nan, F32)
+    lk, _ = _linked(k_forms)
+    obj = NativeCpuCompiler().compile(_contracting_llvm(k_forms), [lk.name])
+    program = default_executor().load(obj, [lk.name])
+    program.launch(lk.name, (n,), None,
+                   [KernelArg(KernelArgKind.mem, v.ctypes.data) for v in (a, b, c, out)]
+                   + [KernelArg(KernelArgKind.mem, 0)])      # no spec-constant buffer
+    got = out.reshape(n, 4)
+    p, exact_p = a * b, a.astype(F64) * b.astype(F64)
+    fused_seen = 0
+    for col, (sp, sc) in enumerate([(1, 1), (1, 1), (1, -1), (-1, 1)]):
+        fused = (sp * exact_p + sc * c.astype(F64)).astype(F32)
+        separate = (F32(sp) * p + F32(sc) * c).astype(F32)
+        ok = (got[:, col] == fused) | (got[:, col] == separate)
+        assert ok.all(), (col, got[~ok, col][:5], fused[~ok][:5], separate[~ok][:5])
+        fused_seen += int(((got[:, col] == fused) & (fused != separate)).sum())
+    if "+fma" in native_cpu_target().features.split(","):
+        assert fused_seen > 0
+
+
+# Results on the device ----------------------------------------------------------------------
+def _native_queue():
     for dev in sycl.device.get_devices():
         if str(dev.backend).endswith("native_cpu"):
             return sycl.queue(dev)
     pytest.skip("no native_cpu device")
 
 
-def _shared(q, data):
-    d = sycl.malloc_shared(data.shape, data.dtype, q)
-    np.asarray(d)[...] = data
-    return d
+@pytest.fixture(scope="module")
+def native_queue():
+    return _native_queue()
 
 
-def test_forms_give_a_rounding_of_the_exact_result(native_queue):
-    n = 1000
-    rng = np.random.default_rng(17)
-    a, b, c = (rng.standard_normal(n, dtype=F32) for _ in range(3))
-    bufs = [_shared(native_queue, v) for v in (a, b, c)]
-    out = sycl.malloc_shared(4 * n, F32, native_queue)
-    try:
-        native_queue.parallel_for(sycl.range(n), k_forms, *bufs, out).wait()
-        got = np.asarray(out).reshape(n, 4).copy()
-    finally:
-        for d in (*bufs, out):
-            sycl.free(d, native_queue)
-    p = a * b
-    exact_p = a.astype(F64) * b.astype(F64)
-    fused_count = 0
-    for col, (sp, sc) in enumerate([(1, 1), (1, 1), (1, -1), (-1, 1)]):
-        fused = (sp * exact_p + sc * c.astype(F64)).astype(F32)
-        separate = (F32(sp) * p + F32(sc) * c).astype(F32)
-        ok = (got[:, col] == fused) | (got[:, col] == separate)
-        assert ok.all(), (col, got[~ok, col][:5], fused[~ok][:5], separate[~ok][:5])
-        fused_count += int(((got[:, col] == fused) & (fused != separate)).sum())
-    if "+fma" in native_cpu_target().features.split(","):
-        assert fused_count > 0      # where they differ, the FMA's single rounding shows
-
-
-def test_kept_products_round_separately(native_queue):
+def test_forms_round_like_numpy(native_queue):
     n = 1000
     rng = np.random.default_rng(19)
     a, b, c = (rng.standard_normal(n, dtype=F32) for _ in range(3))
-    d = rng.standard_normal(n)
-    bufs = [_shared(native_queue, v) for v in (a, b, c, d)]
-    out = sycl.malloc_shared(2 * n, F32, native_queue)
-    wide = sycl.malloc_shared(n, F64, native_queue)
-    try:
-        native_queue.parallel_for(sycl.range(n), k_kept, *bufs, out, wide).wait()
-        got, got_wide = np.asarray(out).reshape(n, 2).copy(), np.asarray(wide).copy()
-    finally:
-        for buf in (*bufs, out, wide):
-            sycl.free(buf, native_queue)
+    out = np.full(4 * n, np.nan, F32)
+    native_queue.parallel_for(sycl.range(n), k_forms, a, b, c, out).wait()
     p = a * b
-    np.testing.assert_array_equal(got[:, 0], p + c)
-    np.testing.assert_array_equal(got[:, 1], p - c)
-    np.testing.assert_array_equal(got_wide, (c * a).astype(F64) + d)
+    np.testing.assert_array_equal(out.reshape(n, 4), np.stack([p + c, c + p, p - c, c - p], 1))
+
+
+def test_kept_products_round_like_numpy(native_queue):
+    n = 1000
+    rng = np.random.default_rng(23)
+    a, b, c = (rng.standard_normal(n, dtype=F32) for _ in range(3))
+    d = rng.standard_normal(n)
+    out, wide = np.full(2 * n, np.nan, F32), np.full(n, np.nan)
+    native_queue.parallel_for(sycl.range(n), k_kept, a, b, c, d, out, wide).wait()
+    p = a * b
+    np.testing.assert_array_equal(out.reshape(n, 2), np.stack([p + c, p - c], 1))
+    np.testing.assert_array_equal(wide, (c * a).astype(F64) + d)
 
 
 @pytest.mark.parametrize("ntaps", [7, 16, 33])
-def test_fir_matches_numpy(native_queue, ntaps):
+def test_fir_rounds_like_numpy(native_queue, ntaps):
     n = 4096 + 3               # a remainder after the vector loop
     rng = np.random.default_rng(ntaps)
     x = rng.standard_normal(n + ntaps, dtype=F32)
     taps = rng.standard_normal(ntaps, dtype=F32)
-    dx, dt = _shared(native_queue, x), _shared(native_queue, taps)
-    y = sycl.malloc_shared(n, F32, native_queue)
-    try:
-        def cgf(cgh):
-            cgh.set_specialization_constant(taps_id, ntaps)
-            cgh.parallel_for(sycl.range(n), k_fir, dx, dt, y)
-        native_queue.submit(cgf).wait()
-        got = np.asarray(y).copy()
-    finally:
-        for buf in (dx, dt, y):
-            sycl.free(buf, native_queue)
-    expected = np.correlate(x.astype(F64), taps.astype(F64), mode="valid")[:n]
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    y = np.full(n, np.nan, F32)
+
+    def cgf(cgh):
+        cgh.set_specialization_constant(taps_id, ntaps)
+        cgh.parallel_for(sycl.range(n), k_fir, x, taps, y)
+    native_queue.submit(cgf).wait()
+    expected = np.zeros(n, F32)
+    for k in range(ntaps):                 # the kernel's order: acc += taps[k] * x[i + k]
+        expected += taps[k] * x[k:k + n]
+    np.testing.assert_array_equal(y, expected)

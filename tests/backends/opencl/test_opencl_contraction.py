@@ -1,8 +1,8 @@
 """Float contraction on OpenCL: a multiply feeding an add or a subtraction in one
 expression is one OpenCL.std ``mad`` in the SPIR-V (OpenCL C's default FP_CONTRACT ON),
 which the driver may fuse; a product kept in a variable, used twice, or widened before
-the add stays a separate OpFMul. (The native CPU applies the same rule through
-``llvm.fmuladd``: tests/backends/native_cpu/test_native_contraction.py.)
+the add stays a separate OpFMul. (The native CPU keeps two roundings:
+tests/backends/native_cpu/test_native_contraction.py.)
 
 Results are checked element by element against both NumPy roundings (fused: the f64
 sum of the exact f32 product; separate: f32 product, then f32 sum)."""

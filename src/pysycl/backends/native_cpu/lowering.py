@@ -88,12 +88,14 @@ class NativeCpuLowering(TargetLowering):
     # A reducer's accumulation in a work-item loop vectorises with several partial sums
     # (16M float32 sum: memory bound instead of one add per 4 cycles).
     reassoc_flags = ("reassoc",)
-    # ``a * b + c`` in one expression may be fused (codegen/rules_scalar._mul_add, the
-    # rule of the OpenCL backend's ``mad``): what OpenCL C and SYCL's C++ compilers do by
-    # default (FP_CONTRACT ON; clang emits llvm.fmuladd), so a kernel rounds alike on this
-    # device and an OpenCL CPU device. llvm.fmuladd is one FMA where the CPU has one and
-    # a multiply and an add otherwise. A product kept in a variable stays rounded.
-    contract_expressions = True
+    # Float ``a * b + c`` keeps two roundings here, as NumPy (``contract_expressions``
+    # off), although OpenCL C and the OpenCL backend may fuse it. Measured with the shared
+    # contraction rule on (llvm.fmuladd, one vfmadd per tap): the FIR of benchmarks/ with
+    # 33 taps ran 5-8% slower on AMD Zen 5 (16 taps: even; 7 taps: 2-4% faster). Its
+    # accumulator is a chain of dependent operations, and a fused multiply-add there
+    # takes 4 cycles where an add takes 2 while the multiplies run off the chain; GCC's
+    # tuning for Zen declines to contract such chains for the same reason.
+    contract_expressions = False
     addrspaces = {"private": 0, "global": 0, "local": 0, "constant": 0, "generic": 0}
 
     def __init__(self, target=None, debug: bool = False):
