@@ -16,9 +16,12 @@ struct / vec / array dtype  struct              struct / vec / array type (by va
 ``annotated_ptr[T, p]``     global_ptr          ``ptr<global,T>`` + meta properties + annotation
 ``spec_constant[T, S]``     spec_placeholder    none: ``p.get()`` is ``spec.get{id=<S's ID>}``
 ``reducer[T, n, op]``       reducer             ``ptr<global,T>`` (the result), ``T`` (the
-                                                identity) and, for the last-group strategy,
-                                                ``ptr<global,T>`` + ``ptr<global,u32>``
-                                                (work-group results and a done counter)
+                                                identity), ``ptr<global,T>`` +
+                                                ``ptr<global,u32>`` (work-group results, or
+                                                for the atomic strategy one accumulator, and
+                                                a done counter) and, for the atomic
+                                                strategy, ``u32`` (whether the result starts
+                                                from the identity)
 ==========================  ==================  ==========================================
 
 A reducer's operator comes from its annotation or, when the annotation has none, from the
@@ -204,18 +207,19 @@ def ir_type(info: ParamInfo) -> T.Type | None:
     return T.type_from_dtype(info.dtype)
 
 
-REDUCER_PARTS = ("identity", "partials", "count")
+REDUCER_PARTS = ("identity", "partials", "count", "init")
 
 
 def reducer_params(info: ParamInfo) -> list[tuple[str, T.Type]]:
     """The IR parameters of a reducer, in ABI order (see the module table)."""
     t = T.type_from_dtype(info.dtype)
     out = [(info.name, T.PointerType(t, "global")), (f"{info.name}.identity", t)]
-    if info.strategy == "last_group":
-        # bool results are kept as 0/1 bytes (passes/lower_reducers.py says why)
-        part = T.U8 if t == T.BOOL else t
-        out += [(f"{info.name}.partials", T.PointerType(part, "global")),
-                (f"{info.name}.count", T.PointerType(T.U32, "global"))]
+    # bool results are kept as 0/1 bytes (passes/lower_reducers.py says why)
+    part = T.U8 if t == T.BOOL else t
+    out += [(f"{info.name}.partials", T.PointerType(part, "global")),
+            (f"{info.name}.count", T.PointerType(T.U32, "global"))]
+    if info.strategy == "atomic":
+        out.append((f"{info.name}.init", T.U32))
     return out
 
 

@@ -17,11 +17,15 @@ and, for the last-group strategy, ``name.partials`` and ``name.count``
   vectorises, the adds being reassociable); the result is written at group level.
 
 A work-group's result reaches memory by its strategy (``functional.reduction_strategy``):
-``atomic``, one ``atomic.rmw`` into the result; ``last_group``, the result is stored in
-``partials[group]`` and a device-scope acq_rel increment of ``count`` finds the last
-work-group, which combines the stored results in group order into the result and resets
-``count`` for the next launch. Either way the result's old value takes part: the runtime
-writes the identity there first for ``initialize_to_identity``.
+``atomic``, one ``atomic.rmw`` into the accumulator ``partials[0]`` (one per element of a
+span), which holds the identity between launches; ``last_group``, the result is stored in
+``partials[group]``. Either way a device-scope acq_rel increment of ``count`` then finds
+the last work-group, which combines: the accumulator (reset to the identity) or the
+stored results in group order, into the result, and resets ``count`` for the next launch.
+The result's old value takes part unless ``init`` is set (``initialize_to_identity``;
+for ``last_group`` the runtime writes the identity into the result first instead). So
+an atomic reduction needs nothing written before its kernel: the runtime keeps its
+accumulator and counter per queue (``runtime/reduction.py``).
 
 A ``return`` inside the body ends the work-item's part, not the kernel: returns become
 exits of a one-trip loop around the body (:func:`structure_returns`), so the
@@ -128,7 +132,7 @@ def finish_reducers_native(m: Module, options=None) -> Module:
 def _params(f: Function, name: str) -> dict:
     by_name = {p.name: p.value for p in f.params}
     out = {"result": by_name[name], "identity": by_name[f"{name}.identity"]}
-    for part in ("partials", "count"):
+    for part in ("partials", "count", "init"):
         if f"{name}.{part}" in by_name:
             out[part] = by_name[f"{name}.{part}"]
     return out
@@ -159,30 +163,50 @@ def _insert_init(f: Function) -> None:
 def _write_result(f: Function, b: Builder, r: dict, params: dict, totals: list) -> None:
     """Code run once per work-group that puts the group's ``totals`` (element index,
     value) into memory by the reducer's strategy."""
-    result = params["result"]
-    if r["strategy"] == "atomic":
-        for k, total in totals:
-            b.op("atomic.rmw", _at(b, result, k), total, type=total.type,
-                 op=ATOMIC_RMW[r["op"]], order="relaxed", scope="device")
-        return
+    atomic = r["strategy"] == "atomic"
     n = max(r["extent"], 1)
-    group = b.op("wi.group_linear_id", type=I64)
-    for k, total in totals:
-        slot = b.op("add", b.op("mul", group, b.const(n, I64), type=I64),
-                    b.const(k or 0, I64), type=I64)
-        b.store(b.op("ptr.offset", params["partials"], slot, type=params["partials"].type),
-                _widen(b, total, params["partials"].type.pointee))
-    # acq_rel: the stores above happen before the increment (release); the last group
-    # sees every group's stores (acquire).
+    if atomic:
+        for k, total in totals:
+            b.op("atomic.rmw", _at(b, params["partials"], k), total, type=total.type,
+                 op=ATOMIC_RMW[r["op"]], order="relaxed", scope="device")
+    else:
+        group = b.op("wi.group_linear_id", type=I64)
+        for k, total in totals:
+            slot = b.op("add", b.op("mul", group, b.const(n, I64), type=I64),
+                        b.const(k or 0, I64), type=I64)
+            b.store(b.op("ptr.offset", params["partials"], slot,
+                         type=params["partials"].type),
+                    _widen(b, total, params["partials"].type.pointee))
+    # acq_rel: the combinations above happen before the increment (release); the last
+    # group sees every group's (acquire).
     done = b.op("atomic.rmw", params["count"], b.const(1, U32), type=U32, op="add",
                 order="acq_rel", scope="device")
     groups = _group_count(f, b)
     last = b.cmp("eq", b.op("cast", done, type=I64),
                  b.op("sub", groups, b.const(1, I64), type=I64))
     then, _ = b.if_(last)
-    _combine_partials(f, then, r, params, groups, n, totals)
+    if atomic:
+        _take_accumulator(then, r, params, totals)
+    else:
+        _combine_partials(f, then, r, params, groups, n, totals)
     then.op("atomic.store", params["count"], then.const(0, U32), order="relaxed",
             scope="device")
+
+
+def _take_accumulator(b: Builder, r: dict, params: dict, totals) -> None:
+    """The last work-group of an atomic reduction: each element's accumulated value goes
+    into the result (combined with the result's old value unless ``init``), and the
+    accumulator back to the identity for the next launch (every other group's atomic is
+    done: nothing else touches it now)."""
+    ident = params["identity"]
+    fresh = b.cmp("ne", params["init"], b.const(0, U32))
+    for k, _ in totals:
+        slot = _at(b, params["partials"], k)
+        value = b.load(slot)
+        b.store(slot, ident)
+        out = _at(b, params["result"], k)
+        combined = b.combine(r["op"], b.load(out), value)
+        b.store(out, b.op("select", fresh, value, combined, type=ident.type))
 
 
 def _combine_partials(f: Function, b: Builder, r: dict, params: dict, groups, n: int,

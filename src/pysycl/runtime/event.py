@@ -66,11 +66,12 @@ class failure:
 class error_box:
     """A queue's undelivered failures, in the order they happened."""
 
-    __slots__ = ("items", "lock")
+    __slots__ = ("items", "lock", "added")
 
     def __init__(self):
         self.items: list[failure] = []
         self.lock = threading.Lock()
+        self.added = 0   # failures ever added (delivered or not)
 
     def add(self, f: failure) -> None:
         with self.lock:
@@ -78,6 +79,7 @@ class error_box:
                 return
             f.boxes.append(self)
             self.items.append(f)
+            self.added += 1
 
     def discard(self, f: failure) -> None:
         with self.lock:

@@ -151,6 +151,10 @@ class queue:
         # What launches issued to the device hold (their arguments' objects) until it ran
         # them: the events may be dropped long before that.
         self._held = KeepAlive()
+        # Atomic reductions' accumulators (runtime/reduction.py), dropped when a command
+        # fails (a kernel may have left one midway): kept while the queue's error count
+        # is the second item.
+        self._accumulators: tuple = ({}, 0)
         self._issued = None if self._in_order else (None, None)
         # kernel -> its LaunchPlan here (launches with nothing of their own); (kernel,
         # spec-constant values, properties) -> a command group's (bounded: a program may

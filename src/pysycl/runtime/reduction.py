@@ -185,7 +185,8 @@ class bound_reduction:
     stream order before the kernel runs (:meth:`copy_in`, a launch stage as
     ``args.HostStaging`` is; nothing to copy out)."""
 
-    __slots__ = ("red", "cgh", "items", "groups", "_result", "_scratch", "_count", "keep")
+    __slots__ = ("red", "cgh", "items", "groups", "_result", "_scratch", "_count", "keep",
+                 "_fresh")
     copies_out = False
 
     def __init__(self, red: reduction, cgh, global_size, local_size):
@@ -194,7 +195,7 @@ class bound_reduction:
         # A range launch's groups are the backend's choice: at most one per work-item.
         self.groups = self.items if local_size is None else math.prod(
             g // l for g, l in zip(global_size, local_size))
-        self._result = self._scratch = self._count = None
+        self._result = self._scratch = self._count = self._fresh = None
         self.keep: list = []
 
     def kernel_args(self, param, kernel: str, out: list) -> None:
@@ -213,12 +214,18 @@ class bound_reduction:
             arg = red._result_arg = KernelArg(KernelArgKind.mem, mem)
         out.append(arg)
         out.append(red._identity_arg)
+        n = max(param.dims or 0, 1)
         if last_group:
-            n = max(param.dims or 0, 1)
             self._scratch = usm_array._make((self.groups * n,), red.dtype, "device", dev, ctx)
             self._count = usm_array._make((1,), np.uint32, "device", dev, ctx)
             out.append(KernelArg(KernelArgKind.mem, self._scratch._alloc))
             out.append(KernelArg(KernelArgKind.mem, self._count._alloc))
+            return
+        entry = _accumulator(self.cgh._queue, param.name, red, n)
+        if entry.fresh:
+            self._fresh = entry   # (set up in stream order before this kernel)
+        out += entry.args
+        out.append(_INIT_ARGS[red.initialize_to_identity])
 
     def _result_memory(self, dev, ctx, kernel, name):
         red = self.red
@@ -236,18 +243,65 @@ class bound_reduction:
         return mem
 
     def copy_in(self) -> None:
-        """In stream order, before the kernel: the result starts from the identity
-        (``initialize_to_identity``) and the counter from zero."""
+        """In stream order, before the kernel: for the last-group strategy the result
+        starts from the identity (``initialize_to_identity``) and the counter from zero;
+        a new accumulator (atomic strategy) starts from the identity, its counter from
+        zero (the kernel leaves them so)."""
         red, q = self.red, self.cgh._queue
         driver, stream = q._driver, q._stream
-        if red.initialize_to_identity:
-            driver.fill(stream, self._result, 0, red._identity_arg.value,
-                        red.count * red.dtype.itemsize)
         if self._count is not None:
+            if red.initialize_to_identity:
+                driver.fill(stream, self._result, 0, red._identity_arg.value,
+                            red.count * red.dtype.itemsize)
             driver.fill(stream, self._count._alloc, 0, bytes(4), 4)
+        fresh = self._fresh
+        if fresh is not None:
+            driver.fill(stream, fresh.total._alloc, 0, red._identity_arg.value,
+                        fresh.total.nbytes)
+            driver.fill(stream, fresh.count._alloc, 0, bytes(4), 4)
+            fresh.fresh = False
 
     def copy_out(self) -> None:
         """Nothing: the kernel wrote the result in place."""
+
+
+# The accumulators of atomic reductions ----------------------------------------------------
+_INIT_ARGS = {flag: KernelArg(KernelArgKind.scalar, np.uint32(flag).tobytes())
+              for flag in (False, True)}
+# Accumulators a queue keeps (beyond these, a launch gets its own).
+_MAX_KEPT = 64
+
+
+class _Accumulator:
+    """An atomic reduction's accumulator (``total``: one element per result, the
+    identity between launches) and done counter (``count``: zero between launches),
+    with their KernelArgs; ``fresh`` until a launch sets them up."""
+
+    __slots__ = ("total", "count", "args", "fresh")
+
+    def __init__(self, total: usm_array, count: usm_array):
+        self.total, self.count, self.fresh = total, count, True
+        self.args = (KernelArg(KernelArgKind.mem, total._alloc),
+                     KernelArg(KernelArgKind.mem, count._alloc))
+
+
+def _accumulator(q, name: str, red: reduction, n: int) -> _Accumulator:
+    """The accumulator of reducer parameter ``name`` for a launch on ``q``. A queue whose
+    backend stream runs commands in issue order keeps one per parameter name and
+    reduction kind: its launches run one after another, and each leaves it as it found
+    it. Any other launch gets its own (set up before it, as a new one is)."""
+    key = (name, red.op.ir_name, red.dtype.str, n, red._identity_arg.value)
+    kept, errors = q._accumulators
+    if errors != q._errors.added:   # a command failed: its kernel may have left one
+        kept, errors = q._accumulators = ({}, q._errors.added)
+    entry = kept.get(key) if q._stream_in_order else None
+    if entry is None:
+        dev, ctx = q._device, q._context
+        entry = _Accumulator(usm_array._make((n,), red.dtype, "device", dev, ctx),
+                             usm_array._make((1,), np.uint32, "device", dev, ctx))
+        if q._stream_in_order and len(kept) < _MAX_KEPT:
+            kept[key] = entry
+    return entry
 
 
 # Launching with reductions ----------------------------------------------------------------

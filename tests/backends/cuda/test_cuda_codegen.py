@@ -94,11 +94,11 @@ def local_reverse_module():
     return m
 
 
-def atomic_sum_module(scope="device"):
+def atomic_sum_module(scope="device", order="relaxed"):
     m, b, (_, x, total) = kernel(f"atomic_sum_{scope}", [
         Param("it", IndexSpaceType("item", 1)), Param("x", acc(F32)), Param("total", acc(F32))])
     b.op("atomic.rmw", at(b, total, b.const(0, I64)), b.load(at(b, x, gid(b))), type=F32,
-         op="add", order="relaxed", scope=scope)
+         op="add", order=order, scope=scope)
     return m
 
 
@@ -188,6 +188,28 @@ def test_float_atomic_add_and_scopes():
     assert 'atomicrmw fadd ptr addrspace(1)' in text and 'syncscope("block") monotonic' in text
     assert "atom" in ptx_of(atomic_sum_module("work_group"))
     assert 'syncscope' not in llvm_of(atomic_sum_module("system"))
+
+
+@pytest.mark.parametrize("order, before, after", [
+    ("relaxed", None, None),
+    ("release", "fence.acq_rel.gpu", None),
+    ("acquire", None, "fence.acq_rel.gpu"),
+    ("acq_rel", "fence.acq_rel.gpu", "fence.acq_rel.gpu"),
+    ("seq_cst", "fence.sc.gpu", "fence.acq_rel.gpu"),
+])
+def test_read_modify_writes_keep_their_ordering(order, before, after):
+    # NVPTX emits every atomicrmw as a relaxed atom: the ordering must come from fences
+    # of the same scope around it (a last work-group reading the others' results, a
+    # lock, message passing).
+    ptx = ptx_of(atomic_sum_module("device", order))
+    lines = [l.strip().rstrip(";") for l in ptx.splitlines()
+             if l.strip().startswith(("atom", "red", "fence"))]
+    at_ = next(i for i, l in enumerate(lines) if l.startswith(("atom", "red")))
+    assert (lines[at_ - 1] if at_ and lines[at_ - 1].startswith("fence") else None) == before
+    follows = lines[at_ + 1] if at_ + 1 < len(lines) else None
+    assert (follows if follows and follows.startswith("fence") else None) == after
+    block = ptx_of(atomic_sum_module("work_group", order))
+    assert ("fence.acq_rel.cta" in block or "fence.sc.cta" in block) == (order != "relaxed")
 
 
 def test_float32_math_stays_float32_through_libdevice(libdevice):

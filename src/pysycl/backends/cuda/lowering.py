@@ -81,6 +81,38 @@ _LIBDEVICE_PAIRS = {"frexp": ("__nv_frexpf", "__nv_frexp"),
 
 
 
+# Fences around a read-modify-write of each ordering (before, after): NVPTX emits every
+# ``atomicrmw`` as a relaxed ``atom`` whatever its ordering (LLVM 22; its cmpxchg, loads
+# and stores keep theirs), so the ordering is made with fences, as PTX's memory model maps
+# C++'s: release before, acquire after, a sequentially consistent fence before seq_cst.
+_RMW_FENCES = {"release": ("release", None), "acquire": (None, "acquire"),
+               "acq_rel": ("release", "acquire"), "seq_cst": ("seq_cst", "acquire")}
+
+
+def _fenced_rmw(rule):
+    """``rule`` (the scoped atomic.rmw rule) with its ordering carried by fences of the
+    same scope around a relaxed RMW."""
+    def lower(ctx, op):
+        fences = _RMW_FENCES.get(op.attrs["order"])
+        if fences is None:
+            return rule(ctx, op)
+        scope = ctx.lowering.atomic_scope(op.attrs["scope"]) or None
+        before, after = fences
+        if before:
+            ctx.builder.fence(before, scope)
+        order = op.attrs["order"]
+        op.attrs["order"] = "relaxed"
+        try:
+            result = rule(ctx, op)
+        finally:
+            op.attrs["order"] = order
+        if after:
+            ctx.builder.fence(after, scope)
+        return result
+    lower.__name__ = "lower_atomic_rmw_fenced"
+    return lower
+
+
 class CudaLowering(DeviceDimsLowering):
     name = "cuda"
     # target.py ADDRESS_SPACES, except private: allocas are made in address space 0 (the
@@ -105,7 +137,7 @@ class CudaLowering(DeviceDimsLowering):
             "group.broadcast": _lower_group_broadcast,
             "group.shuffle": _lower_group_shuffle,
             "pow": _lower_pow,
-            "atomic.rmw": with_syncscope(lower_atomic_rmw),
+            "atomic.rmw": _fenced_rmw(with_syncscope(lower_atomic_rmw)),
             "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
             "atomic.load": with_syncscope(lower_atomic_load),
             "atomic.store": with_syncscope(lower_atomic_store),
