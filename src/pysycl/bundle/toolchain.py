@@ -209,7 +209,8 @@ def kernel_passes(module: Module, target, checks: frozenset[str] | None = None,
     bounds = "bounds" in checks   # a checked build (PYSYCL_DEBUG=bounds)
     pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
           else pipeline.device_kernel_pipeline(bounds))
-    return pm.run(module, pipeline.PassOptions(extra={"coarsen": dict(coarsen or {})}))
+    return pm.run(module, pipeline.PassOptions(target=target.backend,
+                                               extra={"coarsen": dict(coarsen or {})}))
 
 
 # -- codegen and target compilers --------------------------------------------------------

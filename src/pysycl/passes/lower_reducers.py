@@ -17,15 +17,17 @@ and, for the last-group strategy, ``name.partials`` and ``name.count``
   vectorises, the adds being reassociable); the result is written at group level.
 
 A work-group's result reaches memory by its strategy (``functional.reduction_strategy``):
-``atomic``, one ``atomic.rmw`` into the accumulator ``partials[0]`` (one per element of a
-span), which holds the identity between launches; ``last_group``, the result is stored in
-``partials[group]``. Either way a device-scope acq_rel increment of ``count`` then finds
-the last work-group, which combines: the accumulator (reset to the identity) or the
-stored results in group order, into the result, and resets ``count`` for the next launch.
-The result's old value takes part unless ``init`` is set (``initialize_to_identity``;
-for ``last_group`` the runtime writes the identity into the result first instead). So
-an atomic reduction needs nothing written before its kernel: the runtime keeps its
-accumulator and counter per queue (``runtime/reduction.py``).
+``atomic``, one ``atomic.rmw`` into the result (the runtime writes the identity there
+first for ``initialize_to_identity``), or on ``functional.ACCUMULATING_BACKENDS`` into
+the accumulator ``partials[0]`` (one per element of a span), which holds the identity
+between launches; ``last_group``, the result is stored in ``partials[group]``. Then, but
+for a plain atomic, a device-scope acq_rel increment of ``count`` finds the last
+work-group, which combines: the accumulator (reset to the identity) or the stored
+results in group order, into the result, and resets ``count`` for the next launch. The
+result's old value takes part unless ``init`` is set (an accumulating reduction's
+``initialize_to_identity``; otherwise the runtime's write of the identity makes it so).
+So an accumulating reduction needs nothing written before its kernel: the runtime keeps
+its accumulator and counter per queue (``runtime/reduction.py``).
 
 A ``return`` inside the body ends the work-item's part, not the kernel: returns become
 exits of a one-trip loop around the body (:func:`structure_returns`), so the
@@ -37,7 +39,7 @@ combination after it is reached by every work-item.
 """
 from __future__ import annotations
 
-from pysycl.functional import ATOMIC_RMW
+from pysycl.functional import ACCUMULATING_BACKENDS, ATOMIC_RMW
 from pysycl.ir.builder import Builder
 from pysycl.ir.core import Function, Module, Op, Region
 from pysycl.ir.types import BOOL, I64, U8, U32, ArrayType, IndexSpaceType, PointerType, Type
@@ -57,13 +59,14 @@ def lower_reducers(m: Module, options=None) -> Module:
             structure_returns(f)
             _insert_init(f)
             b = Builder(f.body, f.loc)
+            accumulate = options is not None and options.target in ACCUMULATING_BACKENDS
             for r in reducers_of(f):
-                _finish_on_device(f, b, r)
+                _finish_on_device(f, b, r, accumulate)
             f.attrs.pop("reducers")
     return m
 
 
-def _finish_on_device(f: Function, b: Builder, r: dict) -> None:
+def _finish_on_device(f: Function, b: Builder, r: dict, accumulate: bool) -> None:
     params = _params(f, r["name"])
     t = params["identity"].type
     lid = b.op("wi.local_linear_id", type=I64)
@@ -72,7 +75,7 @@ def _finish_on_device(f: Function, b: Builder, r: dict) -> None:
     for k, acc in _elements(f, b, r, t):
         totals.append((k, b.op("group.reduce", acc, type=t, op=r["op"], scope="work_group")))
     then, _ = b.if_(leader)
-    _write_result(f, then, r, params, totals)
+    _write_result(f, then, r, params, totals, accumulate)
 
 
 def _elements(f: Function, b: Builder, r: dict, t: Type):
@@ -160,11 +163,18 @@ def _insert_init(f: Function) -> None:
     ops[at:at] = init.ops
 
 
-def _write_result(f: Function, b: Builder, r: dict, params: dict, totals: list) -> None:
+def _write_result(f: Function, b: Builder, r: dict, params: dict, totals: list,
+                  accumulate: bool = False) -> None:
     """Code run once per work-group that puts the group's ``totals`` (element index,
-    value) into memory by the reducer's strategy."""
+    value) into memory by the reducer's strategy (``accumulate``: an atomic one through
+    the accumulator)."""
     atomic = r["strategy"] == "atomic"
     n = max(r["extent"], 1)
+    if atomic and not accumulate:
+        for k, total in totals:
+            b.op("atomic.rmw", _at(b, params["result"], k), total, type=total.type,
+                 op=ATOMIC_RMW[r["op"]], order="relaxed", scope="device")
+        return
     if atomic:
         for k, total in totals:
             b.op("atomic.rmw", _at(b, params["partials"], k), total, type=total.type,

@@ -186,7 +186,7 @@ class bound_reduction:
     ``args.HostStaging`` is; nothing to copy out)."""
 
     __slots__ = ("red", "cgh", "items", "groups", "_result", "_scratch", "_count", "keep",
-                 "_fresh")
+                 "_fresh", "_accumulates")
     copies_out = False
 
     def __init__(self, red: reduction, cgh, global_size, local_size):
@@ -196,6 +196,7 @@ class bound_reduction:
         self.groups = self.items if local_size is None else math.prod(
             g // l for g, l in zip(global_size, local_size))
         self._result = self._scratch = self._count = self._fresh = None
+        self._accumulates = False
         self.keep: list = []
 
     def kernel_args(self, param, kernel: str, out: list) -> None:
@@ -221,11 +222,15 @@ class bound_reduction:
             out.append(KernelArg(KernelArgKind.mem, self._scratch._alloc))
             out.append(KernelArg(KernelArgKind.mem, self._count._alloc))
             return
+        if dev._desc.backend not in functional.ACCUMULATING_BACKENDS:
+            out += _NO_ACCUMULATOR   # (the kernel combines into the result itself)
+            return
         entry = _accumulator(self.cgh._queue, param.name, red, n)
         if entry.fresh:
             self._fresh = entry   # (set up in stream order before this kernel)
         out += entry.args
         out.append(_INIT_ARGS[red.initialize_to_identity])
+        self._accumulates = True
 
     def _result_memory(self, dev, ctx, kernel, name):
         red = self.red
@@ -243,16 +248,16 @@ class bound_reduction:
         return mem
 
     def copy_in(self) -> None:
-        """In stream order, before the kernel: for the last-group strategy the result
-        starts from the identity (``initialize_to_identity``) and the counter from zero;
-        a new accumulator (atomic strategy) starts from the identity, its counter from
+        """In stream order, before the kernel: the result starts from the identity
+        (``initialize_to_identity``) but where the kernel accumulates, and a last-group
+        counter from zero; a new accumulator starts from the identity, its counter from
         zero (the kernel leaves them so)."""
         red, q = self.red, self.cgh._queue
         driver, stream = q._driver, q._stream
+        if red.initialize_to_identity and not self._accumulates:
+            driver.fill(stream, self._result, 0, red._identity_arg.value,
+                        red.count * red.dtype.itemsize)
         if self._count is not None:
-            if red.initialize_to_identity:
-                driver.fill(stream, self._result, 0, red._identity_arg.value,
-                            red.count * red.dtype.itemsize)
             driver.fill(stream, self._count._alloc, 0, bytes(4), 4)
         fresh = self._fresh
         if fresh is not None:
@@ -268,6 +273,10 @@ class bound_reduction:
 # The accumulators of atomic reductions ----------------------------------------------------
 _INIT_ARGS = {flag: KernelArg(KernelArgKind.scalar, np.uint32(flag).tobytes())
               for flag in (False, True)}
+# An atomic reduction's accumulator, counter and init flag where the kernel does not
+# accumulate (functional.ACCUMULATING_BACKENDS): unused.
+_NO_ACCUMULATOR = (KernelArg(KernelArgKind.mem, None), KernelArg(KernelArgKind.mem, None),
+                   _INIT_ARGS[False])
 # Accumulators a queue keeps (beyond these, a launch gets its own).
 _MAX_KEPT = 64
 
