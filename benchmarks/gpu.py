@@ -680,7 +680,8 @@ def bench_autotune(t: Table, q, conv_n: int, fir_n: int) -> dict:
     def tuned_rows(wl, kernel, configs, space, args, out, expected, hand, key):
         tuned = sycl.autotune(kernel, configs=configs, key=key, reps=10)
         t0 = time.perf_counter()
-        q.parallel_for(space, tuned, *args).wait()
+        with at.measuring():
+            q.parallel_for(space, tuned, *args).wait()
         first = time.perf_counter() - t0
         chosen = tuned.best_config(q, space, *args)
         print(f"  {wl}: first launch {first * 1e3:.0f} ms for {len(configs)} configs",
