@@ -161,7 +161,33 @@ def test_special_values_match_c99_as_numpy_gives_them(queue, dt):
     z = special_grid(dt)
     got = run_rows(queue, KERNELS["np", dt], z, len(NAMES))
     for name, g, want in zip(NAMES, got, numpy_rows(z)):
-        assert_close(g, want, dt, 8, f"special {name}")
+        want = _c99_where_numpy_was_not(name, z, g, want)
+        assert_close(g, _either_sign_where_open(g, want), dt, 8, f"special {name}")
+
+
+def _c99_where_numpy_was_not(name, z, got, want):
+    """``want`` with C99 Annex G's value where older NumPy releases gave another:
+    arccosh(+-0 + nan j) is nan +- pi/2 j (cacos(+-0 + nan j) = pi/2 + nan j; NumPy 2.2
+    gives nan + nan j, NumPy 2.4 C99's value)."""
+    if name != "arccosh":
+        return want
+    want = want.copy()
+    at = (z.real == 0) & np.isnan(z.imag)
+    want[at] = want.dtype.type(complex(np.nan, np.pi / 2))
+    want.imag[at] = np.copysign(want.imag[at], got.imag[at])   # (that sign is open)
+    return want
+
+
+def _either_sign_where_open(got, want):
+    """``want`` with the sign of an infinite part taken from ``got`` where the other part
+    is NaN: C99 Annex G leaves that sign unspecified, and NumPy releases differ on it
+    (2.2 and 2.4 give arcsin(-inf + nan j) opposite signs)."""
+    want = want.copy()
+    for name, other in (("real", "imag"), ("imag", "real")):
+        part, mine = getattr(want, name), getattr(got, name)   # (views: writes go to want)
+        open_sign = np.isinf(part) & np.isnan(getattr(want, other)) & np.isinf(mine)
+        part[open_sign] = mine[open_sign]
+    return want
 
 
 @sycl.kernel
