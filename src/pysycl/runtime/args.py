@@ -480,25 +480,11 @@ def _remember_cuda_array(value, dev, found) -> None:
 
 def known_karg(value, dev, stream, keep, dt):
     """The remembered ``KernelArg`` of a CUDA array of another library seen before on
-    ``dev`` (as :func:`_known_cuda_array` finds it; inline, this is every launch of a
-    launch loop over such arrays) whose memory suits a ``global_ptr[dt]``, else None
+    ``dev`` (:func:`_known_cuda_array`) whose memory suits a ``global_ptr[dt]``, else None
     (then the general path checks it, and raises what is wrong)."""
-    hit = _known.get(id(value)) if _known else None
-    if hit is None or hit.dev is not dev or hit.ref() is not value:
+    hit = _known_cuda_array(value, dev, stream, keep) if _known else None
+    if hit is None or _wrong_memory(hit.found[1], dt):
         return None
-    have = hit.found[1]
-    if dt is not None and have is not dt and have != dt and have.itemsize and \
-            dt.kind != "V":
-        return None
-    try:
-        seen, producer = hit.probe(value)
-    except (AttributeError, TypeError, RuntimeError, KeyError):
-        return None
-    if seen != hit.seen:
-        return None
-    if producer is not None and stream is not None and not stream.ordered_after(producer):
-        _order_after(producer, dev, stream, keep)
-    keep.append(value)
     return hit.karg
 
 
@@ -518,6 +504,13 @@ def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
     _order_after(producer, dev, stream, keep)
     keep.append(value)
     return hit
+
+
+def _wrong_memory(have: np.dtype, dt: np.dtype | None) -> bool:
+    """Whether memory of ``have`` cannot back a ``global_ptr[dt]`` (None, a struct or a
+    size-less type takes any)."""
+    return dt is not None and have is not dt and have != dt and bool(have.itemsize) and \
+        dt.kind != "V"
 
 
 def _article(word: str) -> str:
@@ -670,8 +663,7 @@ def _pointer_packer(p, kernel, bounds: bool = False):
         dev = cgh._queue._device
         if type(value) is usm_array and value.device is dev and value.ptr:
             have = value.dtype   # the common case, checked cheaply
-            if have is not dt and dt is not None and have != dt and have.itemsize \
-                    and dt.kind != "V":
+            if _wrong_memory(have, dt):
                 raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
                                  type_error)
             karg = value._karg   # made once per array; refers to nothing more than it
@@ -684,7 +676,7 @@ def _pointer_packer(p, kernel, bounds: bool = False):
         hit = _known_cuda_array(value, dev, cgh._queue._stream, keep) if _known else None
         if hit is not None:   # checked when first seen, but for this parameter's type
             have = hit.found[1]
-            if dt is not None and have != dt and have.itemsize and dt.kind != "V":
+            if _wrong_memory(have, dt):
                 raise _arg_error(kernel, p.name, f"memory of {have} for a "
                                  f"global_ptr[{dt}]", type_error)
             out.append(hit.karg)
@@ -693,7 +685,7 @@ def _pointer_packer(p, kernel, bounds: bool = False):
             return
         mem, have, nbytes = pointer_of(value, dev, kernel, p.name, keep,
                                        cgh._queue._stream, cgh._queue._context)
-        if dt is not None and have != dt and have.itemsize and dt.kind != "V":
+        if _wrong_memory(have, dt):
             raise _arg_error(kernel, p.name, f"memory of {have} for a global_ptr[{dt}]",
                              type_error)
         out.append(KernelArg(_MEM, mem))
