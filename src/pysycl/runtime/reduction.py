@@ -378,7 +378,7 @@ def bind_all(args, cgh, global_size, local_size) -> list:
     out = list(args)
     for i, a in enumerate(out):
         if a.__class__ is reduction:
-            out[i] = bound_reduction(a, cgh, global_size, local_size)
+            out[i] = a.bind(cgh, global_size, local_size)
     return out
 
 
