@@ -872,29 +872,15 @@ class CudaDriver(Driver):
         return self._done(stream, begun)
 
     def fill(self, stream: CudaStream, dst, offset: int, pattern: bytes, nbytes: int) -> CudaToken:
-        """Repeat ``pattern`` over ``nbytes`` (a multiple of its length): cuMemsetD8/16/32
-        for 1-, 2- and 4-byte patterns, one strided cuMemsetD2D32 per 4-byte word for
-        longer ones, a staged host copy otherwise."""
+        """Repeat ``pattern`` over ``nbytes`` (a multiple of its length): one word of
+        device memory by a stream write (:meth:`_write_word`), else cuMemsetD8/16/32 for
+        1-, 2- and 4-byte patterns, one strided cuMemsetD2D32 per 4-byte word for longer
+        ones, a staged host copy otherwise."""
         if pattern.__class__ is not bytes:
             pattern = bytes(pattern)
         k = len(pattern)
         if not k or nbytes % k:
             raise exception(errc.invalid, f"fill of {nbytes} bytes with a {k}-byte pattern")
-        if nbytes in (4, 8) and dst.__class__ is CudaAllocation and stream is not None \
-                and dst.kind != "shared" and dst.ptr and not stream.profiling and \
-                0 <= offset <= dst.nbytes - nbytes and (dst.ptr + offset) % nbytes == 0 \
-                and _stream_writes[0]:
-            # One word (a reduction's identity): a stream memory operation, which the GPU's
-            # front end carries out, where a memset is a kernel of its own.
-            _activate(stream.device.context)
-            write = cu.cuStreamWriteValue32 if nbytes == 4 else cu.cuStreamWriteValue64
-            value = int.from_bytes(pattern * (nbytes // k), "little")
-            err = write(stream.handle, dst.ptr + offset, value, 0)[0]
-            if err == 0:
-                return stream.plain_token
-            if err != cu.CUresult.CUDA_ERROR_NOT_SUPPORTED:
-                _fail(err, "write of a word to device memory")
-            _stream_writes[0] = False   # (then a memset, below)
         if not isinstance(dst, CudaAllocation):
             if stream is not None:
                 self.synchronize(stream)
@@ -910,6 +896,9 @@ class CudaDriver(Driver):
         begun = self._begin(stream)
         if not nbytes:
             pass
+        elif nbytes in (4, 8) and dst.kind != "shared" and addr % nbytes == 0 and \
+                self._write_word(h, addr, pattern * (nbytes // k)):
+            pass
         elif pattern == pattern[:1] * k:
             self._ok(cu.cuMemsetD8Async(addr, pattern[0], nbytes, h), "memset")
         elif k == 2 and addr % 2 == 0:
@@ -923,6 +912,23 @@ class CudaDriver(Driver):
             staged = pattern * count     # HtoD from pageable memory is staged before return
             self._ok(cu.cuMemcpyHtoDAsync(addr, staged, nbytes, h), "fill")
         return self._done(stream, begun)
+
+    @staticmethod
+    def _write_word(handle, addr: int, word: bytes) -> bool:
+        """Write one 4- or 8-byte ``word`` at ``addr`` (device memory, aligned) in stream
+        order with a stream memory operation, which the GPU's front end carries out where
+        a memset is a kernel of its own (a reduction's identity); False where the driver
+        does not take them (then never asked again)."""
+        if not _stream_writes[0]:
+            return False
+        write = cu.cuStreamWriteValue32 if len(word) == 4 else cu.cuStreamWriteValue64
+        err = write(handle, addr, int.from_bytes(word, "little"), 0)[0]
+        if err == cu.CUresult.CUDA_ERROR_NOT_SUPPORTED:
+            _stream_writes[0] = False
+            return False
+        if err:
+            _fail(err, "write of a word to device memory")
+        return True
 
     @staticmethod
     def _ok(res, what: str) -> None:
