@@ -21,15 +21,13 @@ The CUDA variant is ``python -m benchmarks.gpu --only autotune``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import time
 
 import numpy as np
 
 import pysycl as sycl
 
-from .harness import Report
+from .harness import Report, environment
 
 F32 = np.float32
 R = sycl.properties(sycl.restrict)
@@ -150,19 +148,10 @@ def _device_label(dev) -> str:
     return f"{dev.name} [{str(dev.backend).split('.')[-1]}]"
 
 
-@contextlib.contextmanager
 def measuring():
     """``PYSYCL_AUTOTUNE=retune`` inside: a tuned kernel measures its configs even when an
     earlier run stored a choice for the key (a benchmark reports what measuring costs)."""
-    old = os.environ.get("PYSYCL_AUTOTUNE")
-    os.environ["PYSYCL_AUTOTUNE"] = "retune"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["PYSYCL_AUTOTUNE"]
-        else:
-            os.environ["PYSYCL_AUTOTUNE"] = old
+    return environment("PYSYCL_AUTOTUNE", "retune")
 
 
 def tune_and_compare(report: Report, q, workload: str, kernel, configs, space, args, out,

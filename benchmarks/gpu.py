@@ -32,7 +32,6 @@ a table and writes JSON (default ``gpu_bench.json``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -44,6 +43,8 @@ import time
 import numpy as np
 
 import pysycl as sycl
+
+from .harness import environment
 
 F32 = np.float32
 R = sycl.properties(sycl.restrict)
@@ -320,18 +321,9 @@ def _device_array(q, host: np.ndarray):
     return d
 
 
-@contextlib.contextmanager
 def _coarsening(setting: str):
     """Builds inside use ``PYSYCL_COARSEN=setting`` (the launch reads the image)."""
-    before = os.environ.get("PYSYCL_COARSEN")
-    os.environ["PYSYCL_COARSEN"] = setting
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["PYSYCL_COARSEN"]
-        else:
-            os.environ["PYSYCL_COARSEN"] = before
+    return environment("PYSYCL_COARSEN", setting)
 
 
 def _coarsening_plan(exe) -> str:

@@ -12,8 +12,10 @@ times the queue.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import platform
 import statistics
 import time
@@ -144,3 +146,18 @@ class Report:
                "processor": platform.processor(),
                "rows": [dataclasses.asdict(m) for m in self.rows]}
         path.write_text(json.dumps(doc, indent=1))
+
+
+@contextlib.contextmanager
+def environment(name: str, value: str):
+    """``os.environ[name] = value`` inside (a setting pysycl reads when it builds or
+    launches), the old value back after."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old

@@ -1,8 +1,6 @@
 """The workloads: each runs pysycl and the installed peers on the same data in one run."""
 from __future__ import annotations
 
-import contextlib
-import os
 
 import numpy as np
 
@@ -15,7 +13,7 @@ import pysycl as sycl
 
 from . import kernels as K
 from . import peers_numba, peers_opencl
-from .harness import Report, median_time
+from .harness import Report, environment, median_time
 
 RNG = np.random.default_rng(2020)
 
@@ -43,18 +41,9 @@ def _backend(q) -> str:
     return str(q.get_device().backend).split(".")[-1]
 
 
-@contextlib.contextmanager
 def checked_build():
     """``PYSYCL_DEBUG=bounds`` while launchers are made (a checked build)."""
-    old = os.environ.get("PYSYCL_DEBUG")
-    os.environ["PYSYCL_DEBUG"] = "bounds"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["PYSYCL_DEBUG"]
-        else:
-            os.environ["PYSYCL_DEBUG"] = old
+    return environment("PYSYCL_DEBUG", "bounds")
 
 
 def _timed(result, launch):
