@@ -31,7 +31,7 @@ LAYERS = (
 )
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 INDEPENDENT = {"frontend", "passes", "codegen"}
-SHARED_BACKEND_MODULES = {"base", "registry", "__init__"}
+SHARED_BACKEND_MODULES = {"base", "registry", "host_jit", "__init__"}
 
 
 def module_files(src: Path = SRC, package: str = PACKAGE) -> dict[str, Path]:

@@ -361,23 +361,25 @@ class _Waited:
         self.producer = producer
 
 
-def _order_after(producer, dev, stream, keep) -> None:
+def _order_after(producer, dev, stream, keep) -> bool:
     """Make ``stream`` wait for the work issued so far on the producer's stream (the
     ``__cuda_array_interface__`` v3 ``stream``: None means none to wait for). A queue
     on the producer's own stream needs nothing: its commands follow in issue order (a
     queue made on the legacy default stream, handle 0, is the interface's 1); nor does
     a queue's blocking stream after the legacy default stream (CuPy's and PyTorch's
-    default), which CUDA orders itself."""
+    default), which CUDA orders itself. True when nothing is ever needed for this
+    stream and producer."""
     if producer is None or stream is None:
-        return
+        return True
     producer = int(producer)
     if stream.ordered_after(producer):
-        return
+        return True
     for item in keep:
         if type(item) is _Waited and item.producer == producer:
-            return
+            return False
     dev.driver.wait_foreign_stream(stream, producer)
     keep.append(_Waited(producer))
+    return False
 
 
 class _Known:
@@ -386,11 +388,13 @@ class _Known:
     for its address and shape (``seen``) and its producer's stream (``probe``, see
     :func:`_probe_for`)."""
 
-    __slots__ = ("ref", "dev", "found", "karg", "probe", "seen")
+    __slots__ = ("ref", "dev", "found", "karg", "probe", "seen", "ordered")
 
     def __init__(self, ref, dev, found, probe, seen):
         self.ref, self.dev, self.found, self.probe, self.seen = ref, dev, found, probe, seen
         self.karg = KernelArg(_MEM, found[0])   # one object: launches compare it by identity
+        # (stream, producer stream) last found to need no ordering (a launch loop's).
+        self.ordered = (None, None)
 
 
 # id(array) -> _Known
@@ -482,8 +486,8 @@ def known_karg(value, dev, stream, keep, dt):
     """The remembered ``KernelArg`` of a CUDA array of another library seen before on
     ``dev`` (:func:`_known_cuda_array`) whose memory suits a ``global_ptr[dt]``, else None
     (then the general path checks it, and raises what is wrong)."""
-    hit = _known_cuda_array(value, dev, stream, keep) if _known else None
-    if hit is None or _wrong_memory(hit.found[1], dt):
+    hit = _known_cuda_array(value, dev, stream, keep)
+    if hit is None or dt is not hit.found[1] and _wrong_memory(hit.found[1], dt):
         return None
     return hit.karg
 
@@ -501,7 +505,10 @@ def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
         return None
     if seen != hit.seen:
         return None
-    _order_after(producer, dev, stream, keep)
+    ordered = hit.ordered
+    if (stream is not ordered[0] or producer != ordered[1]) and \
+            _order_after(producer, dev, stream, keep):
+        hit.ordered = (stream, producer)
     keep.append(value)
     return hit
 

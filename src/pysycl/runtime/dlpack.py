@@ -140,7 +140,7 @@ def _c_functions() -> dict[str, int]:
     if not _functions:
         with _functions_lock:
             if not _functions:
-                from ..backends.native_cpu.executor import link_host_functions
+                from ..backends.host_jit import link_host_functions
                 ir = _C_FUNCTIONS.format(legacy_ctx=DLManagedTensor.manager_ctx.offset,
                                          versioned_ctx=DLManagedTensorVersioned.manager_ctx.offset,
                                          name_offset=_State.name.offset)

@@ -242,6 +242,32 @@ def test_jit_errors_and_argument_checks(driver, device, stream, build):
     driver.free(out)
 
 
+def test_bound_launches_on_created_and_legacy_streams(driver, device, stream, build):
+    # A bound launch on a created stream goes through the launch trampoline, one on
+    # the legacy default stream (handle 0) through cuda-bindings; both rewrite their
+    # arguments when the sizes or the arrays change between launches.
+    prog = build(VADD, ["vadd"])
+    rng = np.random.default_rng(5)
+    n = 4096
+    a, b = rng.random(n, np.float32), rng.random(n, np.float32)
+    legacy = driver.wrap_stream(device, 0)
+    for st in (stream, legacy):
+        da, db = to_device(driver, device, st, a), to_device(driver, device, st, b)
+        dc, dd = (driver.alloc(device, a.nbytes, "device") for _ in range(2))
+        driver.fill(st, dc, 0, b"\0", a.nbytes)
+        driver.fill(st, dd, 0, b"\0", a.nbytes)
+        launch = driver.bind_launch(st, prog, "vadd", mem(None))
+        for size, out in ((n, dc), (n // 2, dd), (n, dd), (0, dc)):
+            launch((size,), (256,) if size else None,
+                   [mem(da), mem(db), mem(out), i64(size)])
+        driver.synchronize(st)
+        np.testing.assert_array_equal(from_device(driver, st, dc, np.float32, n), a + b)
+        np.testing.assert_array_equal(from_device(driver, st, dd, np.float32, n), a + b)
+        for buf in (da, db, dc, dd):
+            driver.free(buf)
+    driver.destroy_stream(legacy)
+
+
 def test_wrap_foreign_stream(driver, device, build):
     cupy = pytest.importorskip("cupy")
     prog = build(FILL2D, ["fill2d"])

@@ -104,3 +104,61 @@ def test_objects_held_with_a_stream_token_go_when_it_finishes():
     keep.sweep()
     gc.collect()
     assert all(r() is None for r in refs) and len(keep) == 0
+
+
+def test_a_launch_loop_over_the_same_objects_holds_them_once():
+    # Each launch's objects must stay alive until the stream token, asked after that
+    # launch was issued, says it finished. The same objects held again with the same
+    # token, while their entry is still held, need no second entry; anything else
+    # (another object, another token, the entry swept away) does.
+    keep = KeepAlive()
+    stream = _Token()
+    a, b = _Held(), _Held()
+    for _ in range(1000):
+        keep.hold_objects(stream, [a, b])
+    assert len(keep) == 1 and stream.asked == 0
+    keep.hold_objects(stream, [a])               # a different list of objects
+    other = _Token()
+    keep.hold_objects(other, [a])                # another token
+    assert len(keep) == 3
+    keep.sweep()                                  # nothing finished: all still held
+    assert len(keep) == 3
+    keep.hold_objects(stream, [a, b])            # the shared entry was taken by the sweep
+    assert len(keep) == 4
+    # A loop whose objects are new each time holds each, and still sweeps.
+    refs = []
+    for _ in range(300):
+        c = _Held()
+        refs.append(weakref.ref(c))
+        keep.hold_objects(stream, [c])
+        del c
+    gc.collect()
+    assert all(r() is not None for r in refs) and stream.asked >= 1
+    stream.done = True
+    keep.sweep()
+    ref_a = weakref.ref(a)
+    del a, b
+    gc.collect()
+    assert len(keep) == 1 and ref_a() is not None and all(r() is None for r in refs)
+    other.done = True
+    keep.sweep()
+    gc.collect()
+    assert len(keep) == 0 and ref_a() is None
+
+
+def test_objects_stay_held_by_a_shared_entry_until_its_token_finished():
+    keep = KeepAlive()
+    stream = _Token()
+    held = _Held()
+    ref = weakref.ref(held)
+    keep.hold_objects(stream, [held])
+    keep.hold_objects(stream, [held])   # not held again: the entry holds it
+    del held
+    gc.collect()
+    keep.sweep()
+    gc.collect()
+    assert ref() is not None
+    stream.done = True
+    keep.sweep()
+    gc.collect()
+    assert ref() is None and len(keep) == 0

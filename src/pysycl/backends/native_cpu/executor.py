@@ -37,8 +37,9 @@ from ...errors import errc, exception
 from ...ir.check_record import BOUNDS_RECORD_SYMBOL, RECORD_SYMBOL, SITES_SYMBOL
 from ..base import KernelArg, KernelArgKind
 from .object_check import check_object
+from ..host_jit import lljit, next_library_name
 from .target import (LAUNCH_GLOBAL, LAUNCH_GROUPS, LAUNCH_LOCAL, LAUNCH_OFFSET, LAUNCH_WORDS,
-                     _init_llvm, entry_symbol, host_target_machine)
+                     entry_symbol)
 
 # The failure record of checked builds and its site table: exported when the object has
 # them, so the runtime reads them like any device global (Driver.read_device_global).
@@ -68,26 +69,14 @@ CHUNKS_PER_THREAD = 4
 RANGE_GROUP_ITEMS = 8192
 LOCAL_ALIGN = 64
 
-_jit_lock = threading.Lock()
-_jit: llvm.LLJIT | None = None
-_library_ids = itertools.count()
-
-
-def _lljit() -> llvm.LLJIT:
-    global _jit
-    with _jit_lock:
-        if _jit is None:
-            _init_llvm()
-            _jit = llvm.create_lljit_compiler(host_target_machine())
-        return _jit
+_pools_lock = threading.Lock()   # the process's executor and pinned pools
 
 
 def warm_up() -> None:
     """Create the process's LLJIT and executor ahead of the first load (the native
     driver calls this when it creates a queue's stream): the first launch of a kernel
     from the disk cache then only adds its object."""
-    if _jit is None:
-        _lljit()
+    lljit()
     if _default is None:
         default_executor()
 
@@ -414,7 +403,7 @@ def pool_for(cores: Sequence[int]) -> WorkerPool:
     """The process's pool pinned to ``cores`` (one per core set: every queue of a
     sub-device, and equal sub-devices, share it)."""
     key = tuple(cores)
-    with _jit_lock:
+    with _pools_lock:
         pool = _pinned_pools.get(key)
         if pool is None:
             pool = _pinned_pools[key] = WorkerPool(len(key), key)
@@ -425,8 +414,8 @@ _pools: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    global _jit_lock
-    _jit_lock = threading.Lock()
+    global _pools_lock
+    _pools_lock = threading.Lock()
     for pool in list(_pools):
         pool.after_fork_in_child()
 
@@ -459,31 +448,11 @@ class NativeExecutor:
         for s in exported + list(symbols):
             builder.export_symbol(s)
         try:
-            tracker = builder.link(_lljit(), f"pysycl_native_{next(_library_ids)}")
+            tracker = builder.link(lljit(), next_library_name("native"))
         except RuntimeError as e:
             raise exception(errc.build, f"loading the native object failed: {e}") from None
         kernels = {k: ENTRY_TYPE(tracker[s]) for k, s in entries.items()}
         return NativeProgram(tracker, kernels, self.pool)
-
-
-# Trackers of the host helper functions below: kept for the life of the process, because
-# C code (a DLPack consumer) may call them at any time.
-_host_functions: list = []
-
-
-def link_host_functions(llvm_ir: str, names: Sequence[str]) -> dict[str, int]:
-    """Link C-callable host functions written as LLVM IR into the process's LLJIT and
-    return their addresses by name. Symbols of the current process (Python's C API,
-    libc) resolve. The code is never unloaded."""
-    builder = llvm.JITLibraryBuilder().add_ir(llvm_ir).add_current_process()
-    for name in names:
-        builder.export_symbol(name)
-    try:
-        tracker = builder.link(_lljit(), f"pysycl_host_{next(_library_ids)}")
-    except RuntimeError as e:
-        raise exception(errc.build, f"linking host helper functions failed: {e}") from None
-    _host_functions.append(tracker)
-    return {name: int(tracker[name]) for name in names}
 
 
 _default: NativeExecutor | None = None
@@ -492,7 +461,7 @@ _default: NativeExecutor | None = None
 def default_executor() -> NativeExecutor:
     """The process's executor (one pool of config.num_threads() threads)."""
     global _default
-    with _jit_lock:
+    with _pools_lock:
         if _default is None:
             _default = NativeExecutor()
         return _default

@@ -10,25 +10,11 @@ import functools
 import llvmlite.binding as llvm
 
 from ..base import AddressSpace, Target
+from ..host_jit import host_target_machine
+from ..host_jit import init_llvm as _init_llvm
 
 # One flat address space on the host: local memory is an arena in ordinary memory.
 _ADDRESS_SPACES = {s: 0 for s in AddressSpace}
-
-
-@functools.lru_cache(maxsize=None)
-def _init_llvm() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-@functools.lru_cache(maxsize=None)
-def host_target_machine() -> llvm.TargetMachine:
-    """The host TargetMachine (host CPU and features, PIC). Host TMs may be reused across
-    modules, unlike SPIR-V ones (which keep state of the module they emitted)."""
-    _init_llvm()
-    return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-        opt=3, reloc="pic", codemodel="default")
 
 
 @functools.lru_cache(maxsize=None)
