@@ -484,18 +484,11 @@ def _remember_cuda_array(value, dev, found) -> None:
 
 def known_karg(value, dev, stream, keep, dt):
     """The remembered ``KernelArg`` of a CUDA array of another library seen before on
-    ``dev`` (:func:`_known_cuda_array`) whose memory suits a ``global_ptr[dt]``, else None
-    (then the general path checks it, and raises what is wrong)."""
-    hit = _known_cuda_array(value, dev, stream, keep)
-    if hit is None or dt is not hit.found[1] and _wrong_memory(hit.found[1], dt):
-        return None
-    return hit.karg
-
-
-def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
-    """The entry of an array seen before on ``dev`` whose address and shape are
-    unchanged (a resized tensor gets a new address: exported again), with ``stream``
-    ordered after its producer's and the array held in ``keep``; else None."""
+    ``dev`` whose address and shape are unchanged (a resized tensor gets a new address:
+    exported again) and whose memory suits a ``global_ptr[dt]`` (None: any), with
+    ``stream`` ordered after its producer's and the array held in ``keep``; else None
+    (then the general path checks it, and raises what is wrong). One function: this
+    is every argument of a launch loop over such arrays."""
     hit = _known.get(id(value))
     if hit is None or hit.dev is not dev or hit.ref() is not value:
         return None
@@ -503,14 +496,20 @@ def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
         seen, producer = hit.probe(value)
     except (AttributeError, TypeError, RuntimeError, KeyError):
         return None
-    if seen != hit.seen:
+    have = hit.found[1]
+    if seen != hit.seen or dt is not have and _wrong_memory(have, dt):
         return None
     ordered = hit.ordered
     if (stream is not ordered[0] or producer != ordered[1]) and \
             _order_after(producer, dev, stream, keep):
         hit.ordered = (stream, producer)
     keep.append(value)
-    return hit
+    return hit.karg
+
+
+def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
+    """:func:`known_karg`'s entry, for any element type."""
+    return None if known_karg(value, dev, stream, keep, None) is None else _known.get(id(value))
 
 
 def _wrong_memory(have: np.dtype, dt: np.dtype | None) -> bool:
