@@ -5,6 +5,7 @@ import ctypes
 import struct
 
 import llvmlite.binding as llvm
+import numpy as np
 import pytest
 
 from pysycl.backends.base import AddressSpace, KernelArg, KernelArgKind
@@ -111,12 +112,29 @@ def _fake_device(max_threads=1024):
     return dev
 
 
+def test_range_launches_get_tiles_that_divide_the_range():
+    rng = np.random.default_rng(2)
+    shapes = [(8192, 8192), (1, 4096), (4096, 1), (3, 1024), (100, 100), (7,), (1 << 20,),
+              (16, 16, 16), (4, 6, 512)]
+    shapes += [tuple(int(x) for x in rng.integers(1, 3000, d)) for d in (1, 2, 3) * 20]
+    for shape in shapes:
+        block = drv._default_block(shape)
+        threads = int(np.prod(block))
+        assert all(g % b == 0 for g, b in zip(shape, block)), (shape, block)
+        assert threads <= 256, (shape, block)
+        if len(shape) > 1 and shape[-1] % 32 == 0 and shape[-2] % 8 == 0:
+            assert block[-2:] == (8, 32), (shape, block)   # a 2-D tile
+        if all(s == 1 for s in shape[:-1]) and shape[-1] % 256 == 0:
+            assert block[-1] == 256, (shape, block)         # one row: all of it along x
+
+
 def test_launch_geometry_reverses_dimensions():
     dev = _fake_device()
     assert drv._geometry((1024,), (128,), dev) == (8, 1, 1, 128, 1, 1)
     # SYCL (rows=64, cols=96): cols are CUDA x
     assert drv._geometry((64, 96), (2, 32), dev) == (3, 32, 1, 32, 2, 1)
-    assert drv._geometry((4, 6, 512), None, dev) == (2, 6, 4, 256, 1, 1)
+    # A range launch: a 32-wide tile along x, the rest of 256 threads across y and z.
+    assert drv._geometry((4, 6, 512), None, dev) == (16, 1, 4, 32, 6, 1)
     assert drv._geometry((1000,), None, dev)[3] == 250
     with pytest.raises(exception) as info:
         drv._geometry((100,), (32,), dev)

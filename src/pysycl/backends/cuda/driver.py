@@ -598,19 +598,33 @@ def _largest_divisor(n: int, cap: int) -> int:
     return 1
 
 
+def _default_block(global_size: tuple) -> tuple:
+    """The work-group of a ``range`` launch: 256 threads, enough warps per block to
+    hide latency on every sm_50+ GPU while leaving room for several blocks per SM. A
+    multi-dimensional range gets a tile: a warp's width (32) along the last SYCL
+    dimension (CUDA x, contiguous in memory), the rest across the others, then any room
+    left back to x. Work-items of a block that are neighbours in every direction share
+    the cache lines a stencil reads (3x3 convolution of 8192x8192 floats, H200: 327 us
+    with 8x32 blocks, 338 us with 1x256)."""
+    dims = len(global_size)
+    local, room = [1] * dims, 256
+    local[-1] = _largest_divisor(global_size[-1], 32 if dims > 1 else room)
+    room //= local[-1]
+    for i in reversed(range(dims - 1)):
+        local[i] = _largest_divisor(global_size[i], room)
+        room //= local[i]
+    if room > 1:
+        local[-1] = _largest_divisor(global_size[-1], local[-1] * room)
+    return tuple(local)
+
+
 def _geometry(global_size: tuple, local_size: tuple | None, device: CudaDevice):
     """(grid x, y, z, block x, y, z); SYCL dimension i is CUDA axis D-1-i (target.py)."""
     dims = len(global_size)
     if not 1 <= dims <= 3:
         raise exception(errc.nd_range, f"a range has 1 to 3 dimensions, not {dims}")
     if local_size is None:
-        # 256 threads: enough warps per block to hide latency on every sm_50+ GPU while
-        # leaving room for several blocks per SM; the last SYCL dimension (CUDA x) first.
-        local, room = [1] * dims, 256
-        for i in reversed(range(dims)):
-            local[i] = _largest_divisor(global_size[i], room)
-            room //= local[i]
-        local_size = tuple(local)
+        local_size = _default_block(global_size)
     if len(local_size) != dims:
         raise exception(errc.nd_range, f"local range {local_size} does not match the "
                         f"global range {global_size}")
