@@ -34,3 +34,26 @@ def test_the_record_reaches_cuLaunchKernel_argument_for_argument():
         assert trampoline(ctypes.addressof(record)) == len(calls) * 100 + 1
         assert calls[-1] == (function, *geometry, stream, params, None)
     assert len(calls) == 3
+
+
+def test_it_is_made_on_a_thread_while_launches_go_through_the_bindings(monkeypatch):
+    from pysycl.backends.cuda import driver
+    import threading
+
+    release, calls = threading.Event(), []
+
+    def slow_make():
+        calls.append(threading.current_thread().name)
+        release.wait(10)
+        return ("the trampoline", 1234)
+
+    monkeypatch.setattr(driver, "_make_trampoline", slow_make)
+    monkeypatch.setattr(driver, "_trampoline_made", [])
+    monkeypatch.setattr(driver, "_trampoline_started", [])
+    assert driver._trampoline() is None and driver._trampoline() is None
+    release.set()
+    for thread in threading.enumerate():
+        if thread.name == "pysycl-cuda-trampoline":
+            thread.join(10)
+    assert driver._trampoline() == ("the trampoline", 1234)
+    assert calls == ["pysycl-cuda-trampoline"]    # made once, not on the caller's thread

@@ -420,12 +420,14 @@ define i32 @pysycl_cuda_launch(ptr %r) {
 """
 _trampoline_lock = threading.Lock()
 _trampoline_made: list = []   # [(trampoline or None, cuLaunchKernel's address)] once made
+_trampoline_started: list = []
 
 
 def _trampoline():
     """``(call, cuLaunchKernel)``: ``call(record address) -> CUresult`` runs
     ``cuLaunchKernel`` with the record's arguments, and the driver function's address;
-    ``(None, 0)`` where it cannot be made (then launches go through cuda-bindings).
+    ``(None, 0)`` where it cannot be made (then launches go through cuda-bindings); None
+    while it is being made.
 
     Why: a launch loop is bound by the host. cuda-bindings converts and checks eleven
     Python arguments at every call; a ``ctypes`` call of this LLVM-compiled function
@@ -433,12 +435,26 @@ def _trampoline():
     against 4.2-4.5 us through cuda-bindings and 5.5-6.6 us through a ``ctypes``
     prototype of ``cuLaunchKernel``; the driver alone, called in a native loop, 3.5-3.7
     us). ``CFUNCTYPE`` releases the GIL for the call, as cuda-bindings does (a launch
-    can block while the device's queue is full)."""
-    if not _trampoline_made:
-        with _trampoline_lock:
-            if not _trampoline_made:
-                _trampoline_made.append(_make_trampoline())
-    return _trampoline_made[0]
+    can block while the device's queue is full).
+
+    Making it takes LLVM's JIT about 10 ms, which the first launch of a process should
+    not wait for: it is made on a thread of its own, started by the first call, and
+    launches go through cuda-bindings until it is there."""
+    if _trampoline_made:
+        return _trampoline_made[0]
+    with _trampoline_lock:
+        if not _trampoline_started:
+            _trampoline_started.append(True)
+            # Not a daemon: interpreter exit waits for LLVM to finish rather than
+            # tearing the interpreter down under it.
+            threading.Thread(target=_make_in_background, name="pysycl-cuda-trampoline").start()
+    return None
+
+
+def _make_in_background() -> None:
+    made = _make_trampoline()
+    with _trampoline_lock:
+        _trampoline_made.append(made)
 
 
 def _make_trampoline():
@@ -546,7 +562,10 @@ class CudaKernel:
         fn, handle, ctx = self.function, stream.handle, self.program.device._ctx
         token, grid, tls, launch_kernel = stream.plain_token, self._grid, _tls, cu.cuLaunchKernel
         acquire, release = self._lock.acquire, self._lock.release
-        trampoline, target = _trampoline() if int(handle) else (None, 0)
+        # (trampoline, cuLaunchKernel), None until made; launches on stream 0 never
+        # take it (see _make_trampoline).
+        made = [_trampoline() if int(handle) else (None, 0)]
+        trampoline, target = made[0] or (None, 0)
         record = (ctypes.c_char * _RECORD.size)()
         record_address = ctypes.addressof(record)
         # (global size, local size, dynamic shared bytes, packer, geometry) of the last
@@ -554,9 +573,15 @@ class CudaKernel:
         last = [None, None, None, None, None]
 
         def launch(global_size, local_size, args, scratch_bytes=0):
+            nonlocal trampoline, target
             args.append(trailing)
             acquire()      # the packer's buffer is shared until cuLaunchKernel copied it
             try:
+                if made[0] is None:   # (under the lock: no launch sees it half set)
+                    made[0] = _trampoline()
+                    if made[0] is not None:
+                        last[3] = None   # the record is written below, before its use
+                        trampoline, target = made[0]
                 if getattr(tls, "ctx", None) is not ctx:
                     _activate(ctx)
                 packer = self._packer
