@@ -478,7 +478,7 @@ def bench_saxpy(t: Table, q, n: int, cp) -> dict:
     return res
 
 
-def bench_launch(t: Table, q, cp, launches: int = 10_000, rounds: int = 5) -> dict:
+def bench_launch(t: Table, q, cp, torch=None, launches: int = 10_000, rounds: int = 5) -> dict:
     """Per launch over bursts of ``launches``, each case's best of ``rounds``. The cases
     take turns burst by burst: the host's speed drifts by tens of percent over seconds
     on shared machines, and a ratio of two figures measured far apart would show it."""
@@ -503,6 +503,11 @@ def bench_launch(t: Table, q, cp, launches: int = 10_000, rounds: int = 5) -> di
             partial(q.parallel_for, r, tiny, ca, cb), q.wait, clear, check)
         cases["pysycl in_order queue, CuPy array arguments"] = (
             partial(qi.parallel_for, r, tiny, ca, cb), qi.wait, clear, check)
+        if torch is not None:
+            ta, tb = torch.from_numpy(host).cuda(), torch.zeros(n, device="cuda")
+            cases["pysycl q.parallel_for, PyTorch tensor arguments"] = (
+                partial(q.parallel_for, r, tiny, ta, tb), q.wait, tb.zero_,
+                lambda: np.array_equal(tb.cpu().numpy(), host))
         k = cp.RawKernel(CUPY_TINY, "tiny")
         cases["cupy"] = (partial(k, (1,), (n,), (ca, cb)), cp.cuda.Device().synchronize,
                          clear, check)
@@ -775,11 +780,12 @@ def main(argv=None) -> int:
         summary["reduction_pysycl_over_cupy_sum"] = _ratio(r["pysycl"], r.get("cupy"))
         summary["reduction_pysycl_over_memory_floor"] = _ratio(r["pysycl"], r["floor"])
     if "launch" in only:
-        lr = bench_launch(t, q, cp, 1000 if args.quick else 10_000)
+        lr = bench_launch(t, q, cp, torch, 1000 if args.quick else 10_000)
         for label in ("pysycl q.parallel_for (default queue)",
                       "pysycl q.parallel_for (in_order queue)",
                       "pysycl q.parallel_for, CuPy array arguments",
-                      "pysycl in_order queue, CuPy array arguments"):
+                      "pysycl in_order queue, CuPy array arguments",
+                      "pysycl q.parallel_for, PyTorch tensor arguments"):
             summary[f"launch_ratio_vs_cupy: {label}"] = _ratio(lr.get(label), lr.get("cupy"))
     if "fir" in only:
         f = bench_fir(t, q, (1 << 20) if args.quick else (1 << 24))
