@@ -208,7 +208,7 @@ def kernel_passes(module: Module, target, checks: frozenset[str] | None = None,
     checks = build_checks() if checks is None else checks
     bounds = "bounds" in checks   # a checked build (PYSYCL_DEBUG=bounds)
     pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
-          else pipeline.device_kernel_pipeline(bounds))
+          else pipeline.device_kernel_pipeline(bounds, target.backend))
     return pm.run(module, pipeline.PassOptions(target=target.backend,
                                                extra={"coarsen": dict(coarsen or {})}))
 

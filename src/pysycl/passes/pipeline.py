@@ -189,9 +189,11 @@ class _OptimisedFission:
         return work_group_fission(module, options, optimise=True)
 
 
-def device_kernel_pipeline(bounds: bool = False) -> PassManager:
+def device_kernel_pipeline(bounds: bool = False, backend: str = "") -> PassManager:
     """IR passes for SPIR-V and PTX targets (barriers and reductions are native there);
-    ``bounds``: a checked build."""
+    ``bounds``: a checked build; ``backend``: the target's (``"cuda"``, ``"opencl"``)."""
+    from .flatten_guards import flatten_guards
+
     pm = PassManager("device")
     pm.add_pass(unroll_static_range, "sycl.static_range loops must be unrolled before codegen")
     if bounds:
@@ -202,4 +204,8 @@ def device_kernel_pipeline(bounds: bool = False) -> PassManager:
     pm.add_pass(lower_complex_group_ops, "the group primitives move single numbers: a "
                                          "complex value goes through them as its parts "
                                          "(after lower_reducers, which makes group ops)")
+    if backend == "cuda":
+        pm.add_pass(flatten_guards, "nested bounds checks become one condition per "
+                                    "guarded access, so ptxas predicates them all in one "
+                                    "region and issues the guarded loads together")
     return pm

@@ -66,6 +66,29 @@ def test_off_and_forced_factor(monkeypatch, libdevice, setting):
         assert max(_accesses(b)[0] for b in _blocks(img.asm["ptx"])) == 12
 
 
+def _loads_under_each_branch(ptx: str) -> list[int]:
+    """For each forward branch, the ``ld.global`` between it and its target label."""
+    lines = ptx.splitlines()
+    labels = {line.strip()[:-1]: i for i, line in enumerate(lines)
+              if re.fullmatch(r"\$L__\w+:", line.strip())}
+    out = []
+    for i, line in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$L__\w+);", line)
+        if m and labels.get(m.group(1), -1) > i:
+            out.append(sum(bool(re.search(r"\bld\.global", x))
+                           for x in lines[i:labels[m.group(1)]]))
+    return out
+
+
+def test_one_pixel_kernel_guards_each_load_on_its_own(monkeypatch, libdevice):
+    """The row and column checks of the one-pixel convolution are one condition per load
+    (passes/flatten_guards.py): no branch skips a whole row of loads, so ptxas predicates
+    all nine in one region and issues them together."""
+    _, img = _build(gpu.conv3x3_literal, "off", monkeypatch)
+    skipped = _loads_under_each_branch(img.asm["ptx"])
+    assert len(skipped) >= 8 and max(skipped) == 1
+
+
 def test_auto_leaves_kernels_without_reuse(monkeypatch, libdevice):
     _, img = _build(gpu.saxpy, "auto", monkeypatch)
     assert COARSENING_SET not in img.property_sets
