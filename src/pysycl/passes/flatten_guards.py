@@ -26,8 +26,7 @@ every op at the top of ``BODY`` is one of:
 * an op that computes a value and nothing else (``ir.effects``; not divisions, powers
   or math functions, which cost too much to run where the guard is false) or a
   ``var.load``: it runs whether ``g`` holds or not;
-* a ``var.store`` to a local of ``BODY``, or an ``if`` without ``else`` whose body is
-  only such ops: it runs too (see below);
+* a ``var.store`` to a local of ``BODY``: it runs too (see below);
 * an ``if b`` without ``else``: it becomes ``if (g ? b : false)`` (and is flattened in
   turn);
 * a ``for`` over constant bounds of at most ``MAX_TRIP`` iterations whose variable is a
@@ -111,13 +110,12 @@ class _Flattener:
                 out.append(op)
             elif name == "var.store" and scope.local(op.attrs["name"]):
                 out.append(op)
-            elif name == "if" and not op.regions[1].ops and scope.speculable(op.regions[0]):
-                scope.hoisted += sum(1 for _ in op.walk())
-                out.append(op)
             elif name == "if" and not op.regions[1].ops:
                 # ``guard ? b : false``, not ``guard & b``: where the guard is false, b
-                # may come from code that was never meant to run there (LLVM: poison),
-                # and a select does not pass on the operand it does not choose.
+                # may come from code that was never meant to run there (read from a
+                # variable never written: LLVM's undef), and a select does not pass on
+                # the operand it does not choose. (So no branch ever depends on such a
+                # value: every moved ``if`` gets this condition.)
                 false = Op("const", [], BOOL, attrs={"value": False}, loc=op.loc)
                 both = Op("select", [guard, op.operands[0], false.result], BOOL, loc=op.loc)
                 inner = Op("if", [both.result], regions=[op.regions[0], op.regions[1]],
@@ -160,18 +158,6 @@ class _Scope:
                 self.f.loads.get(name, set()) <= self.inside and
                 _written_first(self.body.ops, name))
         return found
-
-    def speculable(self, region: Region) -> bool:
-        """Whether all of ``region`` may run where the guard is false."""
-        for op in region.ops:
-            if op.name in SPECULABLE:
-                continue
-            if op.name == "var.store" and self.local(op.attrs["name"]):
-                continue
-            if op.name == "if" and all(self.speculable(r) for r in op.regions):
-                continue
-            return False
-        return True
 
 
 def _mentions(op: Op, name: str) -> bool:
