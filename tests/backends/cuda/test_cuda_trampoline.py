@@ -57,3 +57,21 @@ def test_it_is_made_on_a_thread_while_launches_go_through_the_bindings(monkeypat
             thread.join(10)
     assert driver._trampoline() == ("the trampoline", 1234)
     assert calls == ["pysycl-cuda-trampoline"]    # made once, not on the caller's thread
+
+
+def test_launches_keep_the_bindings_when_it_cannot_be_made(monkeypatch):
+    from pysycl.backends.cuda import driver
+    import threading
+
+    def broken():
+        raise RuntimeError("LLVM could not link it")
+
+    monkeypatch.setattr(driver, "_make_trampoline", broken)
+    monkeypatch.setattr(driver, "_trampoline_made", [])
+    monkeypatch.setattr(driver, "_trampoline_started", [])
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)   # (the thread's error)
+    driver._trampoline()
+    for thread in threading.enumerate():
+        if thread.name == "pysycl-cuda-trampoline":
+            thread.join(10)
+    assert driver._trampoline() == (None, 0)     # asked once, answered for good

@@ -452,9 +452,12 @@ def _trampoline():
 
 
 def _make_in_background() -> None:
-    made = _make_trampoline()
-    with _trampoline_lock:
-        _trampoline_made.append(made)
+    made = (None, 0)   # whatever goes wrong here, launches keep cuda-bindings' path
+    try:
+        made = _make_trampoline()
+    finally:
+        with _trampoline_lock:
+            _trampoline_made.append(made)
 
 
 def _make_trampoline():
@@ -466,8 +469,8 @@ def _make_trampoline():
         target = ctypes.cast(ctypes.CDLL("libcuda.so.1").cuLaunchKernel, ctypes.c_void_p).value
         from ..host_jit import link_host_functions   # LLVM's JIT, loaded on first launch
         address = link_host_functions(_TRAMPOLINE_IR, ["pysycl_cuda_launch"])["pysycl_cuda_launch"]
-    except (OSError, AttributeError, exception):
-        return None, 0
+    except (OSError, AttributeError, RuntimeError, exception):
+        return None, 0   # no libcuda symbol, or LLVM could not make it
     return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address), target
 
 
