@@ -482,13 +482,13 @@ def _remember_cuda_array(value, dev, found) -> None:
         _known[id(value)] = _Known(ref, dev, found, probe, seen)
 
 
-def known_karg(value, dev, stream, keep, dt):
-    """The remembered ``KernelArg`` of a CUDA array of another library seen before on
-    ``dev`` whose address and shape are unchanged (a resized tensor gets a new address:
-    exported again) and whose memory suits a ``global_ptr[dt]`` (None: any), with
-    ``stream`` ordered after its producer's and the array held in ``keep``; else None
-    (then the general path checks it, and raises what is wrong). One function: this
-    is every argument of a launch loop over such arrays."""
+def _known_cuda_array(value, dev, stream, keep, dt=None) -> _Known | None:
+    """The entry of a CUDA array of another library seen before on ``dev`` whose
+    address and shape are unchanged (a resized tensor gets a new address: exported
+    again) and whose memory suits a ``global_ptr[dt]`` (None: any), with ``stream``
+    ordered after its producer's and the array held in ``keep``; else None (then the
+    general path checks it, and raises what is wrong). This is every argument of a
+    launch loop over such arrays (the generated packer takes its ``karg``)."""
     hit = _known.get(id(value))
     if hit is None or hit.dev is not dev or hit.ref() is not value:
         return None
@@ -504,12 +504,7 @@ def known_karg(value, dev, stream, keep, dt):
             _order_after(producer, dev, stream, keep):
         hit.ordered = (stream, producer)
     keep.append(value)
-    return hit.karg
-
-
-def _known_cuda_array(value, dev, stream, keep) -> _Known | None:
-    """:func:`known_karg`'s entry, for any element type."""
-    return None if known_karg(value, dev, stream, keep, None) is None else _known.get(id(value))
+    return hit
 
 
 def _wrong_memory(have: np.dtype, dt: np.dtype | None) -> bool:
@@ -780,15 +775,15 @@ class Packer:
                  "    try:",
                  f"        {names}, = args",
                  "        dev = cgh._queue._device"]
-        scope = {"USM": usm_array, "slow": self.pack_slow, "KNOWN": known_karg}
+        scope = {"USM": usm_array, "slow": self.pack_slow, "KNOWN": _known_cuda_array}
         for i, (p, step) in enumerate(zip(user, self.steps)):
             if p.kind == "global_ptr":
                 scope[f"DT{i}"] = np.dtype(p.dtype) if p.dtype is not None else None
                 cond = (f"a{i}.__class__ is USM and a{i}.device is dev and a{i}.ptr and "
                         f"(a{i}.dtype is DT{i} or DT{i} is None)")
                 # (Another library's CUDA array seen before: its remembered KernelArg.)
-                lines.append(f"        k{i} = a{i}._karg if {cond} else KNOWN(a{i}, dev, "
-                             f"cgh._queue._stream, keep, DT{i})")
+                lines.append(f"        k{i} = a{i}._karg if {cond} else getattr(KNOWN(a{i}, "
+                             f"dev, cgh._queue._stream, keep, DT{i}), 'karg', None)")
             else:
                 scope[f"C{i}"] = step.cache
                 lines.append(f"        k{i} = C{i}.get((a{i}.__class__, a{i}))")

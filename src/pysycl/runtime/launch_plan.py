@@ -114,7 +114,7 @@ class LaunchPlan:
                 not self.stream_ordered or _copies_out(staged)):
             accs = cgh._accs if cgh is not None else None
             run = self.command(global_size, local_size, offset, packed, local_bytes, keep,
-                               accs)
+                               accs, staged)
             return self.queue._submit(STREAM, run, deps, accs, f"kernel {self.name}")
         queue = self.queue
         if queue._in_order:
@@ -174,12 +174,13 @@ class LaunchPlan:
             self.last_nd_range = (parts, (global_size, local_size, offset))
         return global_size, local_size, offset
 
-    def command(self, global_size, local_size, offset, packed, local_bytes, keep, accs):
+    def command(self, global_size, local_size, offset, packed, local_bytes, keep, accs,
+                staged):
         """The launch as a command the scheduler starts once its dependencies completed:
-        the buffers of ``accs`` are made current on the device first. (``keep``, the
-        arguments' objects, lives in it.)"""
+        the buffers of ``accs`` are made current on the device first, then ``staged``
+        (``_stages(keep)``) are prepared. (``keep``, the arguments' objects, lives in
+        it.)"""
         queue, launcher, stream = self.queue, self.launcher, self.stream
-        staged = _stages(keep) if keep else None
 
         def run(_holds=keep):   # (the scheduler keeps this closure until the device ran it)
             if accs:
@@ -195,7 +196,7 @@ class LaunchPlan:
 
     # The fast case: nothing to wait on ---------------------------------------------------
     def issue_in_order(self, global_size, local_size, offset, packed, local_bytes, keep,
-                       staged=None):
+                       staged):
         """Issue the launch now on an in-order queue, and record it as the queue's newest
         command, both under the queue's lock (no other thread's command comes between);
         when the newest command is still to be waited for, the launch becomes a command
@@ -235,7 +236,8 @@ class LaunchPlan:
             lock.release()
         if failure is not None:
             return queue._failed(failure)
-        run = self.command(global_size, local_size, offset, packed, local_bytes, keep, None)
+        run = self.command(global_size, local_size, offset, packed, local_bytes, keep, None,
+                           staged)
         return queue._submit(STREAM, run, None, None, f"kernel {self.name}")
 
     def _launch(self, global_size, local_size, offset, packed, local_bytes):

@@ -1009,27 +1009,35 @@ class CudaDriver(Driver):
             self.fill(dst.device.aux_stream(), dst, offset, pattern, nbytes).wait()
             return _DONE
         addr, _ = self._span(dst, offset, nbytes, True)
-        count, h = nbytes // k, stream.handle
-        words = [int.from_bytes(pattern[i:i + 4], "little") for i in range(0, k - k % 4, 4)]
         begun = self._begin(stream)
-        if not nbytes:
-            pass
-        elif nbytes in (4, 8) and dst.kind != "shared" and addr % nbytes == 0 and \
-                self._write_word(h, addr, pattern * (nbytes // k)):
-            pass
-        elif pattern == pattern[:1] * k:
+        if nbytes:
+            self._fill_span(stream.handle, addr, dst.kind, pattern, nbytes)
+        return self._done(stream, begun)
+
+    def _fill_span(self, h, addr: int, kind: str, pattern: bytes, nbytes: int) -> None:
+        """Issue the fill of ``nbytes`` (> 0) at ``addr`` on stream ``h``, the cheapest way
+        the pattern, the alignment and the memory kind allow."""
+        k = len(pattern)
+        count = nbytes // k
+        if nbytes in (4, 8) and kind != "shared" and addr % nbytes == 0 and \
+                self._write_word(h, addr, pattern * count):
+            return
+        if pattern == pattern[:1] * k:
             self._ok(cu.cuMemsetD8Async(addr, pattern[0], nbytes, h), "memset")
         elif k == 2 and addr % 2 == 0:
-            self._ok(cu.cuMemsetD16Async(addr, int.from_bytes(pattern, "little"), count, h), "memset")
-        elif k % 4 == 0 and addr % 4 == 0 and len(set(words)) == 1:
-            self._ok(cu.cuMemsetD32Async(addr, words[0], nbytes // 4, h), "memset")
+            self._ok(cu.cuMemsetD16Async(addr, int.from_bytes(pattern, "little"), count, h),
+                     "memset")
         elif k % 4 == 0 and addr % 4 == 0:
-            for j, word in enumerate(words):
-                self._ok(cu.cuMemsetD2D32Async(addr + 4 * j, k, word, 1, count, h), "memset")
+            words = [int.from_bytes(pattern[i:i + 4], "little") for i in range(0, k, 4)]
+            if len(set(words)) == 1:
+                self._ok(cu.cuMemsetD32Async(addr, words[0], nbytes // 4, h), "memset")
+            else:
+                for j, word in enumerate(words):
+                    self._ok(cu.cuMemsetD2D32Async(addr + 4 * j, k, word, 1, count, h),
+                             "memset")
         else:
             staged = pattern * count     # HtoD from pageable memory is staged before return
             self._ok(cu.cuMemcpyHtoDAsync(addr, staged, nbytes, h), "fill")
-        return self._done(stream, begun)
 
     @staticmethod
     def _write_word(handle, addr: int, word: bytes) -> bool:
