@@ -54,12 +54,12 @@ def reducers_of(f: Function) -> list[dict]:
 # Devices ----------------------------------------------------------------------------------
 def lower_reducers(m: Module, options=None) -> Module:
     """SPIR-V and PTX targets: per-item accumulators and a work-group reduction."""
+    accumulate = options is not None and options.target in ACCUMULATING_BACKENDS
     for f in m.kernels:
         if f.body is not None and reducers_of(f):
             structure_returns(f)
             _insert_init(f)
             b = Builder(f.body, f.loc)
-            accumulate = options is not None and options.target in ACCUMULATING_BACKENDS
             for r in reducers_of(f):
                 _finish_on_device(f, b, r, accumulate)
             f.attrs.pop("reducers")
@@ -170,15 +170,13 @@ def _write_result(f: Function, b: Builder, r: dict, params: dict, totals: list,
     the accumulator)."""
     atomic = r["strategy"] == "atomic"
     n = max(r["extent"], 1)
-    if atomic and not accumulate:
-        for k, total in totals:
-            b.op("atomic.rmw", _at(b, params["result"], k), total, type=total.type,
-                 op=ATOMIC_RMW[r["op"]], order="relaxed", scope="device")
-        return
     if atomic:
+        into = params["partials" if accumulate else "result"]
         for k, total in totals:
-            b.op("atomic.rmw", _at(b, params["partials"], k), total, type=total.type,
+            b.op("atomic.rmw", _at(b, into, k), total, type=total.type,
                  op=ATOMIC_RMW[r["op"]], order="relaxed", scope="device")
+        if not accumulate:
+            return
     else:
         group = b.op("wi.group_linear_id", type=I64)
         for k, total in totals:

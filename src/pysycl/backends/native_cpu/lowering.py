@@ -565,7 +565,8 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
     launch_vals = {k: [word(v + d) if d < used else None for d in range(3)]
                    for k, v in desc.items()}
     dims = word(LAUNCH_DIMS)
-    flat = module is not None and _asks_global_only(module, fn)
+    fission, strip = uses_fission(fn), _strip_kind(fn)
+    flat = module is not None and not fission and not strip and _asks_global_only(module, fn)
     exit_bb = b.function.append_basic_block("exit")
     switch = b.switch(dims, exit_bb)
     for d in variants:
@@ -575,8 +576,7 @@ def build_entry(lowering: NativeCpuLowering, llmodule: ll.Module, fn: Function,
         if flat and d == 1:
             _flat_item_loop(b, launch_vals, gbegin, gend, params, kernel)
         else:
-            _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, uses_fission(fn),
-                        _strip_kind(fn))
+            _group_loop(b, d, launch_vals, gbegin, gend, params, kernel, fission, strip)
         b.branch(exit_bb)
     b.position_at_end(exit_bb)
     b.ret_void()
@@ -693,18 +693,25 @@ _GLOBAL_QUERIES = frozenset({"wi.global_id", "wi.global_range", "wi.global_offse
 
 
 def _asks_global_only(module: Module, fn: Function) -> bool:
-    """A range kernel (its work-groups are the executor's choice) without barriers or
-    strips whose code, callees included, asks only ``_GLOBAL_QUERIES`` (no local or
-    group ids, no sub-groups, no per-item slots): its entry need not make groups."""
-    if not _is_range_kernel(fn) or uses_fission(fn) or _strip_kind(fn):
+    """A range kernel (its work-groups are the executor's choice; the caller has ruled
+    out barriers and strips) whose code, the functions it calls included, asks only
+    ``_GLOBAL_QUERIES`` (no local or group ids, no sub-groups, no per-item slots): its
+    entry need not make groups."""
+    if not _is_range_kernel(fn):
         return False
-    for f in module.functions:
-        for op in f.walk():
+    functions = {f.name: f for f in module.functions}
+    todo, seen = [fn], {fn.name}
+    while todo:
+        for op in todo.pop().walk():
             name = op.name
             if name.startswith(("wi.", "sg.")) and name not in _GLOBAL_QUERIES:
                 return False
             if name in ("barrier", "wg.items") or (name == "var" and op.attrs.get("per_item")):
-                return False
+                return False   # (a callee's barrier: the kernel's own were ruled out)
+            callee = functions.get(op.attrs.get("callee")) if name == "call" else None
+            if callee is not None and callee.name not in seen:
+                seen.add(callee.name)
+                todo.append(callee)
     return True
 
 
