@@ -369,7 +369,17 @@ def lower_atomic_rmw(ctx, op):
     if getattr(p.type, "space", None) == "local" and \
             getattr(ctx.lowering, "work_group_on_one_thread", False):
         return _plain_rmw(ctx, llop, ctx.get(p), ctx.get(v), ctx.vtype(s))
-    return ctx.builder.atomic_rmw(llop, ctx.get(p), ctx.get(v), ORDERINGS[op.attrs["order"]])
+    order = op.attrs["order"]
+    fences = ctx.lowering.rmw_fences(order)
+    if fences is None:
+        return ctx.builder.atomic_rmw(llop, ctx.get(p), ctx.get(v), ORDERINGS[order])
+    before, after = fences
+    if before:
+        ctx.builder.fence(before)
+    result = ctx.builder.atomic_rmw(llop, ctx.get(p), ctx.get(v), ORDERINGS["relaxed"])
+    if after:
+        ctx.builder.fence(after)
+    return result
 
 
 def _plain_rmw(ctx, llop: str, ptr, value, vt):

@@ -149,6 +149,12 @@ class TargetLowering:
         """LLVM ``syncscope`` for a SYCL memory_scope ("" = system)."""
         return ""
 
+    def rmw_fences(self, order: str) -> tuple[str | None, str | None] | None:
+        """Fences (before, after) around a relaxed read-modify-write that carry its
+        memory ``order`` on a target whose backend drops an ``atomicrmw``'s ordering;
+        None: the ``atomicrmw`` carries it."""
+        return None
+
 
 def _metadata_string(ctx: LoweringContext, text: str, addrspace: int) -> ll.Value:
     """A private NUL-terminated string in ``section "llvm.metadata"`` (one per text)."""

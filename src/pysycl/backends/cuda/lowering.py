@@ -89,30 +89,6 @@ _RMW_FENCES = {"release": ("release", None), "acquire": (None, "acquire"),
                "acq_rel": ("release", "acquire"), "seq_cst": ("seq_cst", "acquire")}
 
 
-def _fenced_rmw(rule):
-    """``rule`` (the scoped atomic.rmw rule) with its ordering carried by fences of the
-    same scope around a relaxed RMW."""
-    def lower(ctx, op):
-        fences = _RMW_FENCES.get(op.attrs["order"])
-        if fences is None:
-            return rule(ctx, op)
-        scope = ctx.lowering.atomic_scope(op.attrs["scope"]) or None
-        before, after = fences
-        if before:
-            ctx.builder.fence(before, scope)
-        order = op.attrs["order"]
-        op.attrs["order"] = "relaxed"
-        try:
-            result = rule(ctx, op)
-        finally:
-            op.attrs["order"] = order
-        if after:
-            ctx.builder.fence(after, scope)
-        return result
-    lower.__name__ = "lower_atomic_rmw_fenced"
-    return lower
-
-
 class CudaLowering(DeviceDimsLowering):
     name = "cuda"
     # target.py ADDRESS_SPACES, except private: allocas are made in address space 0 (the
@@ -137,7 +113,7 @@ class CudaLowering(DeviceDimsLowering):
             "group.broadcast": _lower_group_broadcast,
             "group.shuffle": _lower_group_shuffle,
             "pow": _lower_pow,
-            "atomic.rmw": _fenced_rmw(with_syncscope(lower_atomic_rmw)),
+            "atomic.rmw": with_syncscope(lower_atomic_rmw),
             "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
             "atomic.load": with_syncscope(lower_atomic_load),
             "atomic.store": with_syncscope(lower_atomic_store),
@@ -303,6 +279,9 @@ class CudaLowering(DeviceDimsLowering):
 
     def atomic_scope(self, scope: str) -> str:
         return SYNC_SCOPES.get(scope, "")
+
+    def rmw_fences(self, order: str):
+        return _RMW_FENCES.get(order)
 
     # The entry ----------------------------------------------------------------------------
     def wrap_kernel(self, ctx: LoweringContext, fn: Function, llfn: ll.Function) -> None:
