@@ -211,13 +211,6 @@ def known_identity(op, dtype):
     return t(info.max if name == "minimum" else info.min)
 
 
-#: Backends whose atomic reductions combine into an accumulator the queue keeps, so that
-#: nothing is written before the kernel: on a GPU that write is a device operation of
-#: its own; on a CPU the counter it takes per work-group costs more than the host's write
-#: (passes/lower_reducers.py, runtime/reduction.py).
-ACCUMULATING_BACKENDS = frozenset({"cuda"})
-
-
 def reduction_strategy(op, dtype) -> str:
     """``"atomic"``: each work-group adds its result to memory with one atomic (the
     device has ``atomic.rmw`` for ``dtype`` and ``op``); ``"last_group"``: work-groups
@@ -230,7 +223,7 @@ def reduction_strategy(op, dtype) -> str:
     return "last_group"
 
 
-__all__ = ["ACCUMULATING_BACKENDS", "AUGMENTED", "ATOMIC_RMW", "COMPLEX_OPERATORS", "OPERATORS", "as_operator", "bit_and", "bit_or",
+__all__ = ["AUGMENTED", "ATOMIC_RMW", "COMPLEX_OPERATORS", "OPERATORS", "as_operator", "bit_and", "bit_or",
            "bit_xor", "function_object", "has_known_identity", "known_identity",
            "logical_and", "logical_or", "maximum", "minimum", "multiplies",
            "operand_problem", "plus", "reduction_strategy"]

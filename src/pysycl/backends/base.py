@@ -74,7 +74,7 @@ class Target(FrozenValue):
 
     __slots__ = _fields = ("name", "backend", "triple", "data_layout", "binary_format",
                            "address_spaces", "cpu", "features", "native_spec_constants",
-                           "sub_group_sizes")
+                           "sub_group_sizes", "accumulating_reductions")
     name: str                 # "native_cpu", "spirv64", "nvptx64-sm_90"
     backend: str              # "native_cpu", "opencl", "cuda"
     triple: str
@@ -88,11 +88,17 @@ class Target(FrozenValue):
     # The sub-group sizes every device of this target has (ahead-of-time builds leave
     # out kernels that require another); None: it depends on the device.
     sub_group_sizes: tuple[int, ...] | None
+    # Atomic reductions combine into an accumulator the queue keeps, so that nothing is
+    # written before the kernel (passes/lower_reducers.py, runtime/reduction.py): on a
+    # GPU that write is a device operation of its own; on a CPU the counter it takes per
+    # work-group costs more than the host's write.
+    accumulating_reductions: bool
 
     def __init__(self, name: str, backend: str, triple: str, data_layout: str,
                  binary_format: str, address_spaces: Mapping[AddressSpace, int],
                  cpu: str = "", features: str = "", native_spec_constants: bool = False,
-                 sub_group_sizes: tuple[int, ...] | None = None):
+                 sub_group_sizes: tuple[int, ...] | None = None,
+                 accumulating_reductions: bool = False):
         _set(self, "name", name)
         _set(self, "backend", backend)
         _set(self, "triple", triple)
@@ -103,6 +109,7 @@ class Target(FrozenValue):
         _set(self, "features", features)
         _set(self, "native_spec_constants", native_spec_constants)
         _set(self, "sub_group_sizes", sub_group_sizes)
+        _set(self, "accumulating_reductions", accumulating_reductions)
 
     def addrspace(self, space: AddressSpace) -> int:
         return self.address_spaces[space]

@@ -210,7 +210,9 @@ def kernel_passes(module: Module, target, checks: frozenset[str] | None = None,
     pm = (pipeline.native_cpu_kernel_pipeline(bounds) if target.backend == "native_cpu"
           else pipeline.device_kernel_pipeline(bounds, target.backend))
     return pm.run(module, pipeline.PassOptions(target=target.backend,
-                                               extra={"coarsen": dict(coarsen or {})}))
+                                               extra={"coarsen": dict(coarsen or {}),
+                                                      "accumulating_reductions":
+                                                          target.accumulating_reductions}))
 
 
 # -- codegen and target compilers --------------------------------------------------------

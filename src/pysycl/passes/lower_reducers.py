@@ -18,7 +18,8 @@ and, for the last-group strategy, ``name.partials`` and ``name.count``
 
 A work-group's result reaches memory by its strategy (``functional.reduction_strategy``):
 ``atomic``, one ``atomic.rmw`` into the result (the runtime writes the identity there
-first for ``initialize_to_identity``), or on ``functional.ACCUMULATING_BACKENDS`` into
+first for ``initialize_to_identity``), or, where the target accumulates
+(``Target.accumulating_reductions``, passed as ``options.extra``), into
 the accumulator ``partials[0]`` (one per element of a span), which holds the identity
 between launches; ``last_group``, the result is stored in ``partials[group]``. Then, but
 for a plain atomic, a device-scope acq_rel increment of ``count`` finds the last
@@ -39,7 +40,7 @@ combination after it is reached by every work-item.
 """
 from __future__ import annotations
 
-from pysycl.functional import ACCUMULATING_BACKENDS, ATOMIC_RMW
+from pysycl.functional import ATOMIC_RMW
 from pysycl.ir.builder import Builder
 from pysycl.ir.core import Function, Module, Op, Region
 from pysycl.ir.types import BOOL, I64, U8, U32, ArrayType, IndexSpaceType, PointerType, Type
@@ -54,7 +55,7 @@ def reducers_of(f: Function) -> list[dict]:
 # Devices ----------------------------------------------------------------------------------
 def lower_reducers(m: Module, options=None) -> Module:
     """SPIR-V and PTX targets: per-item accumulators and a work-group reduction."""
-    accumulate = options is not None and options.target in ACCUMULATING_BACKENDS
+    accumulate = options is not None and bool(options.extra.get("accumulating_reductions"))
     for f in m.kernels:
         if f.body is not None and reducers_of(f):
             structure_returns(f)

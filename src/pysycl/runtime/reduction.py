@@ -222,7 +222,7 @@ class bound_reduction:
             out.append(KernelArg(KernelArgKind.mem, self._scratch._alloc))
             out.append(KernelArg(KernelArgKind.mem, self._count._alloc))
             return
-        if dev._desc.backend not in functional.ACCUMULATING_BACKENDS:
+        if not dev._desc.target.accumulating_reductions:
             out += _NO_ACCUMULATOR   # (the kernel combines into the result itself)
             return
         entry = _accumulator(self.cgh._queue, param.name, red, n)
@@ -274,7 +274,7 @@ class bound_reduction:
 _INIT_ARGS = {flag: KernelArg(KernelArgKind.scalar, np.uint32(flag).tobytes())
               for flag in (False, True)}
 # An atomic reduction's accumulator, counter and init flag where the kernel does not
-# accumulate (functional.ACCUMULATING_BACKENDS): unused.
+# accumulate (Target.accumulating_reductions): unused.
 _NO_ACCUMULATOR = (KernelArg(KernelArgKind.mem, None), KernelArg(KernelArgKind.mem, None),
                    _INIT_ARGS[False])
 # Accumulators a queue keeps (beyond these, a launch gets its own).

@@ -85,7 +85,8 @@ def cuda_target(compute_capability: tuple[int, int] = (9, 0), features: str = ""
     return Target(name=f"nvptx64-{sm}", backend="cuda", triple=TRIPLE,
                   data_layout=DATA_LAYOUT, binary_format="ptx",
                   address_spaces=dict(ADDRESS_SPACES), cpu=sm, features=features,
-                  native_spec_constants=False, sub_group_sizes=(32,))   # the warp
+                  native_spec_constants=False, sub_group_sizes=(32,),
+                  accumulating_reductions=True)   # the warp
 
 
 def cuda_axis(dim: int, ndims: int) -> int:
