@@ -127,10 +127,13 @@ def _hull(p: Parts, x, y):
     y_below_one = p.cmp("<", y, one)
     # The real part: log1p(A - 1 + sqrt((A - 1)(A + 1))) while A is small.
     am1 = p.add(_half_excess(p, x, p.add(one, y), r), _half_excess(p, x, p.sub(one, y), s))
-    rx = p.fn("log1p", p.add(ym1, p.fn("sqrt", p.mul(ym1, p.add(y, one)))))   # y > 1
+    # log1p(u + sqrt(u (v + 1))) of (A - 1, A) where x counts, else of (y - 1, y) for
+    # y > 1: one log1p of the arguments chosen first (a select is exact either way).
+    u, v = p.select(x_counts, am1, ym1), p.select(x_counts, a, y)
+    near = p.fn("log1p", p.add(u, p.fn("sqrt", p.mul(u, p.add(v, one)))))
     one_minus_y2 = p.mul(p.sub(one, y), p.add(one, y))
-    rx = p.select(y_below_one, p.div(x, p.fn("sqrt", one_minus_y2)), rx)
-    rx = p.select(x_counts, p.fn("log1p", p.add(am1, p.fn("sqrt", p.mul(am1, p.add(a, one))))), rx)
+    rx = p.select(x_counts, near,
+                  p.select(y_below_one, p.div(x, p.fn("sqrt", one_minus_y2)), near))
     rx = p.select(p.all(y_is_one, p.cmp("<", x, p.c(eps * eps / 128))), p.fn("sqrt", x), rx)
     far = p.fn("log", p.add(a, p.fn("sqrt", p.sub(p.mul(a, a), one))))
     rx = p.select(p.cmp(">=", a, p.c(_A_CROSSOVER)), far, rx)
@@ -261,9 +264,10 @@ def _atanh(p: Parts, x, y) -> tuple:
                   p.mul(p.sub(ln2, p.fn("log", ay)), p.c(0.5)), rx)
     one_minus_x2 = p.mul(p.sub(one, ax), p.add(one, ax))
     twice_y = p.mul(two, ay)
-    ry = p.fn("atan2", twice_y, p.sub(one_minus_x2, p.mul(ay, ay)))
-    ry = p.select(y_negligible, p.fn("atan2", twice_y, one_minus_x2), ry)
-    ry = p.mul(p.select(x_is_one, p.fn("atan2", two, p.neg(ay)), ry), p.c(0.5))
+    # One atan2 of the arguments each case takes (a select is exact either way).
+    den = p.select(y_negligible, one_minus_x2, p.sub(one_minus_x2, p.mul(ay, ay)))
+    ry = p.fn("atan2", p.select(x_is_one, two, twice_y), p.select(x_is_one, p.neg(ay), den))
+    ry = p.mul(ry, p.c(0.5))
     r = (p.fn("copysign", rx, x), p.fn("copysign", ry, y))
     r = p.pick(_tiny(p, ax, ay, math.sqrt(3 * eps) / 2), (x, y), r)     # z + O(z**3)
     # Large |z|: atanh z = 1/z + sign(y) i pi/2 + O(1/z**3).
