@@ -118,8 +118,7 @@ class LoweringBase:
     # Constants and conversions --------------------------------------------------------
     def const(self, py, ty: T.Type, node) -> Value:
         if isinstance(ty, T.ComplexType):
-            data = np.array(py, dtype=ty.dtype).astype("<" + ty.dtype.str[1:]).tobytes()
-            return self.value("const", [], ty, {"value": data}, node)
+            return self.value("const", [], ty, {"value": ty.const_bytes(py)}, node)
         if isinstance(ty, T.ScalarType):
             py = bool(py) if ty.is_bool else int(py) if ty.is_int else float(py)
             return self.value("const", [], ty, {"value": py}, node)

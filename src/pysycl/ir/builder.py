@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .core import UNKNOWN_LOC, Loc, Op, Region, Value
 from .types import BOOL, VOID, ComplexType, PointerType, ScalarType, Type, VecType
 
@@ -52,7 +50,7 @@ class Builder:
         """A constant; a complex one from a Python number (held as its little-endian
         bytes, the IR's form of complex constants)."""
         if isinstance(type, ComplexType) and not isinstance(value, bytes):
-            value = np.array(value, dtype=type.dtype.newbyteorder("<")).tobytes()
+            value = type.const_bytes(value)
         return self.op("const", type=type, loc=loc, value=value)
 
     def var(self, name: str, type: Type, loc: Loc | None = None, **attrs: Any) -> Op:

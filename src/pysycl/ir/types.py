@@ -147,6 +147,11 @@ class ComplexType(Type):
     def __str__(self) -> str:
         return f"c{self.elem.size * 16}"
 
+    def const_bytes(self, value) -> bytes:
+        """A complex number (a Python or NumPy number) as the IR's form of a complex
+        constant: its little-endian bytes."""
+        return np.array(value, dtype=self.dtype.newbyteorder("<")).tobytes()
+
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(np.complex64 if self.elem.size == 4 else np.complex128)
