@@ -493,8 +493,9 @@ def record_groups(kfns, group: tuple[str, ...], kernel_names: list[str]) -> None
     key = group_key("link", tuple(group) + tuple(sorted(kernel_names)))
     if all(links.values()) and _write(key, {"entries": links}):
         held = _held_links.get()   # now in the bundle's entry: not written one by one
-        for name in kernel_names if held is not None else ():
-            held.pop((tuple(group), name), None)
+        if held is not None:
+            for name in kernel_names:
+                held.pop((tuple(group), name), None)
 
 
 def lookup_summary(kfn) -> tuple[str, dict] | None:
@@ -551,11 +552,11 @@ def record_link(lk, ir_key, registry=None) -> None:
     held = _held_links.get()
     if held is not None:   # written by record_groups in the bundle's entry, or at the end
         held[(tuple(group), lk.name)] = (key, entry)
-        _made[("link", tuple(group), lk.name)] = dict(entry, format=INDEX_FORMAT)
-        return
-    if _write(key, entry):
+    elif _write(key, entry):
         lk._warm_link_written = written
-        _made[("link", tuple(group), lk.name)] = dict(entry, format=INDEX_FORMAT)
+    else:
+        return
+    _made[("link", tuple(group), lk.name)] = dict(entry, format=INDEX_FORMAT)
 
 
 #: Link entries of the build under way that ``held_link_entries`` keeps back: (group,
@@ -575,7 +576,7 @@ def held_link_entries():
     held: dict = {}
     token = _held_links.set(held)
     try:
-        yield held
+        yield
     finally:
         _held_links.reset(token)
         for key, entry in list(held.values()):
