@@ -103,9 +103,9 @@ class reduction:
             raise exception(errc.invalid, f"sycl.reduction: {problem}")
         self.identity = self._identity(args[0] if args else None)
         self._identity_arg = KernelArg(KernelArgKind.scalar, self.identity.tobytes())
-        # (reducer parameter, its strategy is last_group) last found to match, and the
-        # result's KernelArg: a launch loop passes the same each time.
-        self._checked = (None, False)
+        # The reducer parameter last found to match, and the result's KernelArg: a launch
+        # loop passes the same each time.
+        self._checked = None
         self._result_arg = None
         if isinstance(target, buffer):
             # initialize_to_identity: the old contents are not read, so not copied in.
@@ -203,11 +203,9 @@ class bound_reduction:
         """Check ``param`` (a reducer ParamInfo) and append the KernelArgs of its IR
         parameters (frontend/signature.reducer_params)."""
         red = self.red
-        checked, last_group = red._checked
-        if checked is not param:
+        if red._checked is not param:
             _check_parameter(red, param, kernel)
-            last_group = param.strategy == "last_group"
-            red._checked = (param, last_group)
+            red._checked = param
         dev, ctx = self.cgh._queue._device, self.cgh._queue._context
         self._result = mem = self._result_memory(dev, ctx, kernel, param.name)
         arg = red._result_arg
@@ -216,7 +214,7 @@ class bound_reduction:
         out.append(arg)
         out.append(red._identity_arg)
         n = max(param.dims or 0, 1)
-        if last_group:
+        if param.strategy == "last_group":
             self._scratch = usm_array._make((self.groups * n,), red.dtype, "device", dev, ctx)
             self._count = usm_array._make((1,), np.uint32, "device", dev, ctx)
             out.append(KernelArg(KernelArgKind.mem, self._scratch._alloc))
