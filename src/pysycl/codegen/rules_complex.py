@@ -108,6 +108,19 @@ class Parts:
         """Whether ``x`` has its sign bit set (-0.0 included)."""
         return self.cmp("<", self.fn("copysign", self.c(1.0), x), self.c(0.0))
 
+    def exp_overflows(self, x):
+        """Whether ``e**x`` overflows (past ``log(max)``)."""
+        return self.cmp(">", x, self.c(float(np.log(self.info.max))))
+
+    def scaled_exp(self, x, c, s, k: float = 1.0) -> tuple:
+        """``(k e**x c, k e**x s)`` where ``e**x`` alone overflows but the products need
+        not: ``e**(x/2)`` twice (FreeBSD's ``__ldexp_cexp`` does the same with an
+        exponent split)."""
+        h = self.fn("exp", self.mul(x, self.c(0.5)))
+        if k != 1.0:
+            c, s = self.mul(self.c(k), c), self.mul(self.c(k), s)
+        return self.mul(self.mul(h, c), h), self.mul(self.mul(h, s), h)
+
 
 def complex_operands(ctx, op) -> tuple[Parts, list]:
     t = op.operands[0].type
@@ -215,10 +228,8 @@ def lower_complex_exp(ctx, op):
     c, s = p.fn("cos", y), p.fn("sin", y)
     e = p.fn("exp", x)
     result = p.make(p.mul(e, c), p.mul(e, s))
-    # e**x overflows above log(max) although e**x * cos(y) may not: e**(x/2) twice.
-    half = p.fn("exp", p.mul(x, p.c(0.5)))
-    scaled = p.make(p.mul(p.mul(half, c), half), p.mul(p.mul(half, s), half))
-    result = p.select(p.cmp(">", x, p.c(float(np.log(p.info.max)))), scaled, result)
+    # e**x overflows above log(max) although e**x * cos(y) may not.
+    result = p.select(p.exp_overflows(x), p.make(*p.scaled_exp(x, c, s)), result)
     # C99 G.6.3.1: y == 0 gives exp(x) + i y exactly; x = -inf with y inf or NaN gives
     # 0 + 0i, x = +inf with them inf + NaN i.
     finite_y = p.cmp("<", p.fn("fabs", y), p.c(np.inf))

@@ -54,12 +54,10 @@ def _hyperbolic(p: Parts, x, y, odd: bool, inf_sign: float = 1.0) -> tuple:
     first, second = (sh, ch) if odd else (ch, sh)
     r = (p.mul(first, c), p.mul(second, s))
     # cosh x overflows above log(2 max), the result only when e**|x| / 2 times a sine or
-    # cosine does: e**(|x|/2) twice (FreeBSD's __ldexp_cexp does the same with an
-    # exponent split). Past that it overflows to an infinity of the right sign.
-    h = p.fn("exp", p.mul(ax, p.c(0.5)))
-    re, im = p.mul(p.mul(h, p.mul(p.c(0.5), c)), h), p.mul(p.mul(h, p.mul(p.c(0.5), s)), h)
+    # cosine does. Past that it overflows to an infinity of the right sign.
+    re, im = p.scaled_exp(ax, c, s, 0.5)
     scaled = (p.mul(sign_x, re), im) if odd else (re, p.mul(sign_x, im))
-    r = p.pick(p.cmp(">", ax, p.c(float(np.log(p.info.max)))), scaled, r)
+    r = p.pick(p.exp_overflows(ax), scaled, r)
     # C99 G.6.2.4-5, the later cases taking precedence.
     nan = p.sub(y, y)                                 # NaN where y is infinite or NaN
     y_not_finite = p.not_(p.isfinite(y))
