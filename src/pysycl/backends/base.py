@@ -335,7 +335,14 @@ class Driver(abc.ABC):
         ``bound(global_size, local_size, args, local_mem_bytes=0) -> token``: the
         launcher calls it for every launch after the first. ``args`` is a fresh list
         the call may extend; ``trailing`` (the spec-constant buffer) goes last. A driver
-        overrides this to look up its kernel object once instead of per launch."""
+        overrides this to look up its kernel object once instead of per launch.
+
+        A driver's bound launch may also carry ``replay``, a list ``[call, version]``
+        that it sets at each launch: ``call(version)`` makes that launch again (same
+        geometry, same parameter bytes) and returns 0, or returns nonzero and launches
+        nothing when it cannot (a launch through the bound function since, another
+        context current) or the driver failed; ``call`` is None when the last launch
+        cannot be made again. The runtime uses it for launch loops (``runtime/replay.py``)."""
         launch = self.launch
 
         def bound(global_size, local_size, args, local_mem_bytes=0):

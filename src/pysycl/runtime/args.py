@@ -734,7 +734,7 @@ class Packer:
     """User arguments -> KernelArgs for one kernel signature (built once, reused)."""
 
     __slots__ = ("kernel", "names", "steps", "has_local", "has_reducers", "index_kind",
-                 "dims", "pack")
+                 "dims", "pack", "pointers")
 
     def __init__(self, params, kernel: str, index_kind=None, dims=None, bounds: bool = False):
         self.kernel = kernel
@@ -755,7 +755,12 @@ class Packer:
         self.has_local = any(p.kind == "local_accessor" for p in params)
         self.has_reducers = any(p.kind == "reducer" for p in params)
         # (A checked build's hidden sizes go through the per-parameter steps.)
-        self.pack = (None if bounds else self._generate_fast(params)) or self.pack_slow
+        fast = None if bounds else self._generate_fast(params)
+        self.pack = fast or self.pack_slow
+        # With the fast path: which user arguments are global_ptrs (the rest are
+        # scalars), else None.
+        self.pointers = None if fast is None else tuple(
+            p.kind == "global_ptr" for p in params if p.kind not in _IMPLICIT)
 
     def _generate_fast(self, params):
         """``pack`` for signatures of USM pointers and scalars only: straight-line

@@ -33,6 +33,7 @@ from .ranges import id as id_cls
 from .ranges import nd_range as nd_range_cls
 from .ranges import range as range_cls
 from .reduction import bind_all as bind_reductions, bound_reduction
+from .replay import replayer
 
 
 class LaunchPlan:
@@ -48,7 +49,8 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "last_nd_range", "reducers", "last_token")
+                 "last_nd_range", "reducers", "last_token", "replay", "again", "make_again",
+                 "last_packed")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -90,12 +92,26 @@ class LaunchPlan:
         # sycl.reduction arguments are bound to each launch's range (runtime/reduction.py).
         self.reducers = packer.has_reducers
         self.last_token = None   # the token of the last launch holding objects (_issued)
+        # A launch loop's launch made again (runtime/replay.py): ``again(range, args)``,
+        # armed by the second of two launches with the same arguments where the
+        # driver's bound launch can make its last launch again (its ``replay``).
+        self.replay = None
+        self.again = None
+        self.last_packed = None
+        pointers = packer.pointers
+        self.make_again = None if pointers is None or self.poll or self.waits else \
+            replayer(pointers, queue._in_order)
 
     # The launch --------------------------------------------------------------------------
     def enqueue(self, space, args, deps=None, cgh=None):
         """Launch over ``space`` (what ``parallel_for`` takes, or ``SINGLE_TASK``) with
         the user's ``args``, after the events ``deps``; ``cgh``: the command group it is
         the command of (its accessors). Returns the launch's event."""
+        again = self.again
+        if again is not None and deps is None and cgh is None:
+            ev = again(space, args)
+            if ev is not None:
+                return ev
         last = self.last_space
         if space is last[0] or (space.__class__ is range_cls and space == last[0]):
             global_size, local_size, offset = last[1]
@@ -119,7 +135,7 @@ class LaunchPlan:
         queue = self.queue
         if queue._in_order:
             return self.issue_in_order(global_size, local_size, offset, packed, local_bytes,
-                                       keep, staged)
+                                       keep, staged, space, args)
         # Nothing to wait on, out of order: issue now. (Inline: this is every launch of a
         # launch loop.) A driver error is the launch's asynchronous error. Stages that
         # only copy in (a reduction's identity) go first on the same in-order stream.
@@ -134,6 +150,8 @@ class LaunchPlan:
         except Exception as error:  # noqa: BLE001 - asynchronous, as a command's
             return queue._failed(error)
         if not self.poll:   # (not asked whether the launch it just issued is complete)
+            if self.replay is not None and not keep and offset is None:
+                self._arm(space, args, packed, tok)
             return queue._record(self._issued(tok, keep))
         if tok is None or tok is self.done_token or _token_done(tok):
             self.done_token = tok   # complete: nothing for wait() to wait for
@@ -196,12 +214,13 @@ class LaunchPlan:
 
     # The fast case: nothing to wait on ---------------------------------------------------
     def issue_in_order(self, global_size, local_size, offset, packed, local_bytes, keep,
-                       staged):
+                       staged, space=None, args=None):
         """Issue the launch now on an in-order queue, and record it as the queue's newest
         command, both under the queue's lock (no other thread's command comes between);
         when the newest command is still to be waited for, the launch becomes a command
         that waits for it (``queue._submit``). ``staged``: stages that only copy in, in
-        stream order before the kernel."""
+        stream order before the kernel. ``space`` and ``args``: the launch's, as given
+        (a repeated launch arms ``again``)."""
         queue = self.queue
         bound = self.bound
         lock = queue._lock
@@ -225,6 +244,8 @@ class LaunchPlan:
                     failure = error
                 else:
                     if not self.poll:
+                        if self.replay is not None and not keep and offset is None:
+                            self._arm(space, args, packed, tok)
                         return queue._record(self._issued(tok, keep))
                     if tok is None or tok is self.done_token or _token_done(tok):
                         self.done_token = tok
@@ -246,9 +267,25 @@ class LaunchPlan:
         load fails the launch, asynchronously)."""
         if offset is None and self.binds:
             self.bound = bound = self.launcher.bind(self.stream)
+            if self.make_again is not None:
+                self.replay = getattr(bound, "replay", None)
             return bound(global_size, local_size, packed, local_bytes)
         return self.launcher.launch(self.stream, global_size, local_size, offset, packed,
                                     local_bytes)
+
+    def _arm(self, space, args, packed, tok) -> None:
+        """After a launch through the bound launch with nothing held: the second of two
+        launches with the same KernelArgs (a launch loop) arms ``again`` with it, where
+        its range was remembered as unchangeable (``index_space``) and the driver made
+        it through its record (``replay``)."""
+        last, self.last_packed = self.last_packed, packed
+        remembered = self.last_space[0]
+        if packed != last or space is not remembered and (
+                space.__class__ is not range_cls or space != remembered):
+            return
+        call, version = self.replay
+        if call is not None:
+            self.again = self.make_again(self.queue, space, args, packed, call, version, tok)
 
     def _event(self, tok, keep):
         """The event of a launch the driver issued, token ``tok``, found not complete:

@@ -27,6 +27,7 @@ Design points, each for a reason:
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import struct
 import threading
@@ -40,6 +41,7 @@ from ...detail.generated_code import define
 from ...errors import errc, exception
 from ..base import (DeviceDescription, Driver, KernelArg, KernelArgKind, fork_error,
                     rect_extent)
+from .launch_call import FIELDS, RECORD, WORD, launch_call
 from .target import LOCAL_ARG_ALIGN, cuda_target, ptx_symbol
 
 try:
@@ -82,7 +84,7 @@ def _fail(err, what: str, code: errc | None = None):
 
 
 def _result(err):
-    """A ``CUresult`` from the trampoline's ``int`` (kept as the int if this version of
+    """A ``CUresult`` from the launch call's ``int`` (kept as the int if this version of
     cuda-bindings does not know the code)."""
     try:
         return cu.CUresult(err)
@@ -361,6 +363,12 @@ class _ArgPacker:
     def sizes(self) -> list[int]:
         return [8 if k is _MEM else 4 if k is _LOCAL else 0 for k in self.kinds]
 
+    def location(self) -> dict:
+        """Where the parameters live, as a launch record names it (``launch_call.py``)."""
+        return {"storage": ctypes.addressof(self.storage),
+                "storage_bytes": ctypes.sizeof(self.storage),
+                "pointers": ctypes.addressof(self.pointers), "count": len(self.kinds)}
+
     def _generate_pack(self):
         """``pack(args, scratch_bytes) -> dynamic shared bytes``: straight-line code made
         for this signature (no per-argument kind dispatch at launch; half the Python
@@ -396,84 +404,6 @@ class _ArgPacker:
         return define(lines, f"<pysycl CUDA argument packer ({kinds})>", scope)["pack"]
 
 
-# -- the launch trampoline ----------------------------------------------------------------
-# cuLaunchKernel's eleven arguments as one record: the function to call, then its
-# arguments in order (CUfunction, grid x/y/z, block x/y/z, dynamic shared bytes,
-# CUstream, void **kernelParams; ``extra`` is always NULL).
-_RECORD = struct.Struct("<QQ7I4xQQ")
-_TRAMPOLINE_IR = """
-%rec = type { ptr, ptr, i32, i32, i32, i32, i32, i32, i32, ptr, ptr }
-define i32 @pysycl_cuda_launch(ptr %r) {
-  %fp = load ptr, ptr %r
-  %a1 = getelementptr %rec, ptr %r, i32 0, i32 1
-  %f = load ptr, ptr %a1
-""" + "".join(f"""  %a{i} = getelementptr %rec, ptr %r, i32 0, i32 {i}
-  %v{i} = load i32, ptr %a{i}
-""" for i in range(2, 9)) + """  %a9 = getelementptr %rec, ptr %r, i32 0, i32 9
-  %s = load ptr, ptr %a9
-  %a10 = getelementptr %rec, ptr %r, i32 0, i32 10
-  %p = load ptr, ptr %a10
-  %e = call i32 %fp(ptr %f, i32 %v2, i32 %v3, i32 %v4, i32 %v5, i32 %v6, i32 %v7, i32 %v8,
-                    ptr %s, ptr %p, ptr null)
-  ret i32 %e
-}
-"""
-_trampoline_lock = threading.Lock()
-_trampoline_made: list = []   # [(trampoline or None, cuLaunchKernel's address)] once made
-_trampoline_started: list = []
-
-
-def _trampoline():
-    """``(call, cuLaunchKernel)``: ``call(record address) -> CUresult`` runs
-    ``cuLaunchKernel`` with the record's arguments, and the driver function's address;
-    ``(None, 0)`` where it cannot be made (then launches go through cuda-bindings); None
-    while it is being made.
-
-    Why: a launch loop is bound by the host. cuda-bindings converts and checks eleven
-    Python arguments at every call; a ``ctypes`` call of this LLVM-compiled function
-    passes one integer (measured on an H200 with a 32-thread kernel: 3.9 us per launch,
-    against 4.2-4.5 us through cuda-bindings and 5.5-6.6 us through a ``ctypes``
-    prototype of ``cuLaunchKernel``; the driver alone, called in a native loop, 3.5-3.7
-    us). ``CFUNCTYPE`` releases the GIL for the call, as cuda-bindings does (a launch
-    can block while the device's queue is full).
-
-    Making it takes LLVM's JIT about 10 ms, which the first launch of a process should
-    not wait for: it is made on a thread of its own, started by the first call, and
-    launches go through cuda-bindings until it is there."""
-    if _trampoline_made:
-        return _trampoline_made[0]
-    with _trampoline_lock:
-        if not _trampoline_started:
-            _trampoline_started.append(True)
-            # Not a daemon: interpreter exit waits for LLVM to finish rather than
-            # tearing the interpreter down under it.
-            threading.Thread(target=_make_in_background, name="pysycl-cuda-trampoline").start()
-    return None
-
-
-def _make_in_background() -> None:
-    made = (None, 0)   # whatever goes wrong here, launches keep cuda-bindings' path
-    try:
-        made = _make_trampoline()
-    finally:
-        with _trampoline_lock:
-            _trampoline_made.append(made)
-
-
-def _make_trampoline():
-    try:
-        # The library cuda-bindings loaded (by its soname, so the same one). The
-        # exported cuLaunchKernel treats stream 0 as the legacy default stream; stream
-        # 0 is never launched on through here (see CudaKernel.bound), every other handle
-        # means the same to both of the driver's variants.
-        target = ctypes.cast(ctypes.CDLL("libcuda.so.1").cuLaunchKernel, ctypes.c_void_p).value
-        from ..host_jit import link_host_functions   # LLVM's JIT, loaded on first launch
-        address = link_host_functions(_TRAMPOLINE_IR, ["pysycl_cuda_launch"])["pysycl_cuda_launch"]
-    except (OSError, AttributeError, RuntimeError, exception):
-        return None, 0   # no libcuda symbol, or LLVM could not make it
-    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address), target
-
-
 class CudaKernel:
     """One ``CUfunction`` with its cached argument packer and launch geometries."""
 
@@ -490,6 +420,7 @@ class CudaKernel:
                      getattr(cu.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr}"), self.function)
 
     def _make_packer(self, args: Sequence[KernelArg]) -> _ArgPacker:
+        """A packer of ``args``' kinds, checked against the kernel's PTX signature."""
         packer = _ArgPacker(args)
         fixed = packer.sizes()
         for i, a in enumerate(args):     # one-time ABI check against the PTX signature
@@ -556,57 +487,75 @@ class CudaKernel:
         :meth:`launch` does, with the stream, function and context looked up once (the
         runtime's fast path of an already-launched kernel). ``global_size`` and
         ``local_size`` are tuples (or None); ``trailing`` is appended to ``args`` (the
-        caller's list, which it gives up). A profiling stream takes :meth:`launch`."""
+        caller's list, which it gives up). A profiling stream takes :meth:`launch`.
+
+        Its ``replay`` is ``[call, version]`` after a launch made through
+        ``launch_call.py`` (else ``[None, 0]``): ``call(version)`` makes that launch
+        again, same geometry and parameter bytes, while nothing launched through this
+        function since (returns 0, or nonzero without launching: see ``Driver.
+        bind_launch``). Its parameters live in a buffer of its own, written only here."""
         if stream.profiling:
             def launch_profiled(global_size, local_size, args, scratch_bytes=0):
                 args.append(trailing)
                 return self.launch(stream, global_size, local_size, args, scratch_bytes)
+            launch_profiled.replay = [None, 0]
             return launch_profiled
         fn, handle, ctx = self.function, stream.handle, self.program.device._ctx
         token, grid, tls, launch_kernel = stream.plain_token, self._grid, _tls, cu.cuLaunchKernel
         acquire, release = self._lock.acquire, self._lock.release
-        # (trampoline, cuLaunchKernel), None until made; launches on stream 0 never
-        # take it (see _make_trampoline).
-        made = [_trampoline() if int(handle) else (None, 0)]
-        trampoline, target = made[0] or (None, 0)
-        record = (ctypes.c_char * _RECORD.size)()
-        record_address = ctypes.addressof(record)
-        # (global size, local size, dynamic shared bytes, packer, geometry) of the last
-        # launch: a launch loop repeats them, and the record holds their arguments.
+        # (make, cuLaunchKernel, cuCtxGetCurrent), None until made; launches on stream 0
+        # never take it (see launch_call.make_launch_call).
+        made = [launch_call() if int(handle) else (None, 0, 0)]
+        record = RECORD()
+        call = None   # the builtin of this record, once launch_call() is made
+        replay = [None, 0]
+        versions = itertools.count(1)
+        # (packer, global size, local size, dynamic shared bytes, geometry) of the last
+        # launch: a launch loop repeats them, and the record holds them.
         last = [None, None, None, None, None]
 
         def launch(global_size, local_size, args, scratch_bytes=0):
-            nonlocal trampoline, target
+            nonlocal call
             args.append(trailing)
-            acquire()      # the packer's buffer is shared until cuLaunchKernel copied it
+            acquire()      # one launch at a time writes the parameter buffer and record
             try:
-                if made[0] is None:   # (under the lock: no launch sees it half set)
-                    made[0] = _trampoline()
-                    if made[0] is not None:
-                        last[3] = None   # the record is written below, before its use
-                        trampoline, target = made[0]
+                if made[0] is None:
+                    made[0] = launch_call()
+                    if made[0] is not None and made[0][0] is not None:
+                        call = made[0][0](ctypes.addressof(record))
+                        last[0] = None   # the record is written below, before its use
                 if getattr(tls, "ctx", None) is not ctx:
                     _activate(ctx)
-                packer = self._packer
+                packer = last[0]
                 if packer is None or len(packer.kinds) != len(args):
-                    packer = self._packer = self._make_packer(args)
+                    packer = self._make_packer(args)
+                    if call is not None:
+                        _write(record, launch=made[0][1], function=int(fn),
+                               stream=int(handle), context=int(ctx),
+                               get_context=made[0][2], **packer.location())
                 shared = packer.pack(args, scratch_bytes)
-                if global_size is last[0] and local_size is last[1] and shared == last[2] \
-                        and packer is last[3]:
+                if global_size is last[1] and local_size is last[2] and shared == last[3] \
+                        and packer is last[0]:
                     geometry = last[4]
                 else:
                     if shared > self._dynamic_limit:
                         self._allow_dynamic_shared(shared)
                     geometry = grid(global_size, local_size)
-                    if trampoline is not None:
-                        _RECORD.pack_into(record, 0, target, int(fn), *geometry, shared,
-                                          int(handle), packer.params)
-                    last[:] = global_size, local_size, shared, packer, geometry
+                    if call is not None:
+                        record[_GEOMETRY:_GEOMETRY + 7] = (*geometry, shared)
+                    last[:] = packer, global_size, local_size, shared, geometry
                 # An empty range (SYCL allows it) runs nothing; CUDA refuses a 0 grid.
                 if not geometry[0] * geometry[1] * geometry[2]:
                     err = 0
-                elif trampoline is not None:
-                    err = trampoline(record_address)
+                    replay[:] = None, 0
+                elif call is not None:
+                    version = record[_VERSION] = next(versions)
+                    err = call(version)
+                    if err == _REFUSED:   # another library made its context current here
+                        _call(cu.cuCtxSetCurrent, ctx)
+                        tls.ctx = ctx
+                        err = call(version)
+                    replay[:] = (call, version) if err == 0 else (None, 0)
                 else:
                     err = launch_kernel(fn, *geometry, shared, handle, packer.params, 0)[0]
             finally:
@@ -616,7 +565,18 @@ class CudaKernel:
                 _fail(_result(err), f"launch of kernel {self.name!r} (grid "
                       f"{gx}x{gy}x{gz}, block {bx}x{by}x{bz}, {shared} B local)")
             return token
+        launch.replay = replay
         return launch
+
+
+def _write(record, **fields) -> None:
+    for name, value in fields.items():
+        record[WORD[name]] = value
+
+
+_GEOMETRY, _VERSION = WORD["gx"], WORD["version"]
+_REFUSED = -1   # what a launch call returns when it launched nothing
+assert FIELDS[_GEOMETRY:_GEOMETRY + 7] == ("gx", "gy", "gz", "bx", "by", "bz", "shared")
 
 
 def _largest_divisor(n: int, cap: int) -> int:
