@@ -1,0 +1,122 @@
+"""A launch loop's repeated launch made again (runtime/replay.py): made only for the
+same range and the same live argument objects, recorded as a launch's event, and
+refused (None: the general path launches) for anything else. The driver's call is a
+stand-in here; the CUDA tests run the real one."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pysycl as sycl
+from pysycl.runtime.event import STREAM
+from pysycl.runtime.replay import replayer
+
+
+@sycl.kernel
+def scale(i: sycl.item[1], x: sycl.global_ptr[np.float32], y: sycl.global_ptr[np.float32],
+          k: np.float32):
+    y[i[0]] = x[i[0]] * k
+
+
+class Call:
+    """The driver's ``call(version)``: counts launches, answers ``result``."""
+
+    def __init__(self, result=0):
+        self.versions, self.result = [], result
+
+    def __call__(self, version):
+        self.versions.append(version)
+        return self.result
+
+
+class Token:
+    def wait(self):
+        pass
+
+    def is_complete(self):
+        return True
+
+
+def armed(in_order, k=np.float32(1.5), result=0):
+    q = sycl.queue(sycl.cpu_selector_v, in_order=in_order)
+    q._stream_in_order = True        # (as a CUDA stream: issue order is run order)
+    rng = np.random.default_rng(4)
+    x = sycl.malloc_shared(64, np.float32, q)
+    y = sycl.malloc_shared(64, np.float32, q)
+    x[:] = rng.random(64, dtype=np.float32)
+    r = sycl.range(64)
+    q.parallel_for(r, scale, x, y, k).wait()
+    np.testing.assert_allclose(np.asarray(y), np.asarray(x) * k, rtol=1e-6)
+    plan = q._plans.entries[scale]
+    packed, _ = plan.packer.pack((x, y, k), plan.cgh)
+    call = Call(result)
+    make = replayer(plan.packer.pointers, in_order)
+    again = make(q, r, (x, y, k), packed, call, 7, Token())
+    return q, again, call, (r, x, y, k)
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_the_same_launch_is_made_again_and_recorded(in_order):
+    q, again, call, (r, x, y, k) = armed(in_order)
+    events = [again(r, (x, y, k)), again(sycl.range(64), (x, y, k)),
+              again(r, [x, y, k])]
+    assert call.versions == [7, 7, 7]
+    for ev in events:
+        assert isinstance(ev, sycl.event) and ev._kind == STREAM
+        ev.wait()
+    if in_order:
+        assert q._last is events[-1]
+    q.wait_and_throw()
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_anything_else_takes_the_general_path(in_order):
+    q, again, call, (r, x, y, k) = armed(in_order)
+    other = sycl.malloc_shared(64, np.float32, q)
+    other._karg = x._karg            # (not even a shared KernelArg object fools it)
+    host = np.zeros(64, np.float32)
+    for space, args in [(sycl.range(32), (x, y, k)), (64, (x, y, k)),
+                        (sycl.nd_range(sycl.range(64), sycl.range(8)), (x, y, k)),
+                        (r, (y, x, k)), (r, (x, host, k)), (r, (x, y)),
+                        (r, (x, y, k, k)), (r, (x, y, np.float32(1.5))),
+                        (r, (x, y, 1.5)), (r, (x, y, None))]:
+        assert again(space, args) is None, (space, args)
+    sycl.free(y, q)                  # a freed array is never launched with
+    assert again(r, (x, y, k)) is None
+    assert call.versions == []
+    del other
+
+
+def test_a_refused_or_failed_call_takes_the_general_path():
+    q, again, call, (r, x, y, k) = armed(False, result=-1)
+    assert again(r, (x, y, k)) is None and call.versions == [7]
+    call.result = 700                # a driver error: the general path reports it
+    assert again(r, (x, y, k)) is None
+
+
+def test_in_order_waits_for_a_pending_command_or_an_error():
+    q, again, call, (r, x, y, k) = armed(True)
+    gate = threading.Event()
+    q.host_task(lambda: gate.wait(10))     # the newest command, still running
+    assert again(r, (x, y, k)) is None and call.versions == []
+    gate.set()
+    q.wait()
+    failed = q.host_task(lambda: 1 / 0)    # the newest command failed, unseen
+    deadline = time.monotonic() + 10
+    while not failed._done and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert again(r, (x, y, k)) is None and call.versions == []
+    with pytest.raises(ZeroDivisionError):
+        q.wait_and_throw()
+
+
+def test_arguments_that_can_change_are_never_armed():
+    q, _again, _call, (r, x, y, k) = armed(False)
+    plan = q._plans.entries[scale]
+    make = replayer(plan.packer.pointers, False)
+    for args in [(x, y, np.array(1.5, np.float32)), (x, np.zeros(64, np.float32), k)]:
+        packed = [x._karg, y._karg, None, None]
+        assert make(q, r, args, packed, Call(), 1, Token()) is None
