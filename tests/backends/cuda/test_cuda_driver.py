@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import struct
+import threading
 
 import numpy as np
 import pytest
 
 from pysycl.backends.base import KernelArg, KernelArgKind
+from pysycl.backends.cuda.launch_call import launch_call
 from pysycl.errors import errc, exception
 
 from cuda_kernels_ir import FILL2D, GLOBALS, HISTOGRAM, MATH, REDUCE, SPIN, VADD
@@ -243,9 +245,15 @@ def test_jit_errors_and_argument_checks(driver, device, stream, build):
 
 
 def test_bound_launches_on_created_and_legacy_streams(driver, device, stream, build):
-    # A bound launch on a created stream goes through the launch trampoline, one on
-    # the legacy default stream (handle 0) through cuda-bindings; both rewrite their
-    # arguments when the sizes or the arrays change between launches.
+    # A bound launch on a created stream goes through the launch call (made on a
+    # thread of its own: waited for here), one on the legacy default stream (handle
+    # 0) through cuda-bindings; both rewrite their arguments when the sizes or the
+    # arrays change between launches, and the launch call makes the last launch again
+    # for its version only.
+    launch_call()
+    for thread in threading.enumerate():
+        if thread.name == "pysycl-cuda-launch":
+            thread.join(30)
     prog = build(VADD, ["vadd"])
     rng = np.random.default_rng(5)
     n = 4096
@@ -260,6 +268,11 @@ def test_bound_launches_on_created_and_legacy_streams(driver, device, stream, bu
         for size, out in ((n, dc), (n // 2, dd), (n, dd), (0, dc)):
             launch((size,), (256,) if size else None,
                    [mem(da), mem(db), mem(out), i64(size)])
+            call, version = launch.replay
+            if st is legacy or not size or launch_call()[0] is None:
+                assert call is None     # nothing to make again
+                continue
+            assert call(version - 1) == -1 and call(version) == 0   # the same launch
         driver.synchronize(st)
         np.testing.assert_array_equal(from_device(driver, st, dc, np.float32, n), a + b)
         np.testing.assert_array_equal(from_device(driver, st, dd, np.float32, n), a + b)

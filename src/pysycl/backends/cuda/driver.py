@@ -507,7 +507,10 @@ class CudaKernel:
         # never take it (see launch_call.make_launch_call).
         made = [launch_call() if int(handle) else (None, 0, 0)]
         record = RECORD()
-        call = None   # the builtin of this record, once launch_call() is made
+
+        def call_of(found):   # the builtin of this record, once launch_call() is made
+            return found[0](ctypes.addressof(record)) if found and found[0] else None
+        call = call_of(made[0])
         replay = [None, 0]
         versions = itertools.count(1)
         # (packer, global size, local size, dynamic shared bytes, geometry) of the last
@@ -521,8 +524,8 @@ class CudaKernel:
             try:
                 if made[0] is None:
                     made[0] = launch_call()
-                    if made[0] is not None and made[0][0] is not None:
-                        call = made[0][0](ctypes.addressof(record))
+                    call = call_of(made[0])
+                    if call is not None:
                         last[0] = None   # the record is written below, before its use
                 if getattr(tls, "ctx", None) is not ctx:
                     _activate(ctx)
