@@ -507,6 +507,17 @@ def _known_cuda_array(value, dev, stream, keep, dt=None) -> _Known | None:
     return hit
 
 
+def known_entry(value, karg, stream) -> _Known | None:
+    """The entry of another library's CUDA array ``value`` whose KernelArg is ``karg``
+    and whose producer's stream needed no ordering for ``stream`` last time (what a
+    launch loop's replay checks again: runtime/replay.py), or None."""
+    hit = _known.get(id(value))
+    if hit is None or hit.karg is not karg or hit.ref() is not value or \
+            hit.ordered[0] is not stream:
+        return None
+    return hit
+
+
 def _wrong_memory(have: np.dtype, dt: np.dtype | None) -> bool:
     """Whether memory of ``have`` cannot back a ``global_ptr[dt]`` (None, a struct or a
     size-less type takes any)."""

@@ -33,7 +33,7 @@ from .ranges import id as id_cls
 from .ranges import nd_range as nd_range_cls
 from .ranges import range as range_cls
 from .reduction import bind_all as bind_reductions, bound_reduction
-from .replay import replayer
+from .replay import arm as arm_replay
 
 
 class LaunchPlan:
@@ -49,7 +49,7 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "last_nd_range", "reducers", "last_token", "replay", "again", "make_again",
+                 "last_nd_range", "reducers", "last_token", "replay", "again", "replays",
                  "last_packed")
 
     def __init__(self, queue, launcher, bind: bool = True):
@@ -98,9 +98,7 @@ class LaunchPlan:
         self.replay = None
         self.again = None
         self.last_packed = None
-        pointers = packer.pointers
-        self.make_again = None if pointers is None or self.poll or self.waits else \
-            replayer(pointers, queue._in_order)
+        self.replays = packer.pointers is not None and not self.poll and not self.waits
 
     # The launch --------------------------------------------------------------------------
     def enqueue(self, space, args, deps=None, cgh=None):
@@ -150,7 +148,7 @@ class LaunchPlan:
         except Exception as error:  # noqa: BLE001 - asynchronous, as a command's
             return queue._failed(error)
         if not self.poll:   # (not asked whether the launch it just issued is complete)
-            if self.replay is not None and not keep and offset is None:
+            if self.replay is not None and offset is None:
                 self._arm(space, args, packed, tok)
             return queue._record(self._issued(tok, keep))
         if tok is None or tok is self.done_token or _token_done(tok):
@@ -244,7 +242,7 @@ class LaunchPlan:
                     failure = error
                 else:
                     if not self.poll:
-                        if self.replay is not None and not keep and offset is None:
+                        if self.replay is not None and offset is None:
                             self._arm(space, args, packed, tok)
                         return queue._record(self._issued(tok, keep))
                     if tok is None or tok is self.done_token or _token_done(tok):
@@ -267,17 +265,17 @@ class LaunchPlan:
         load fails the launch, asynchronously)."""
         if offset is None and self.binds:
             self.bound = bound = self.launcher.bind(self.stream)
-            if self.make_again is not None:
+            if self.replays:
                 self.replay = getattr(bound, "replay", None)
             return bound(global_size, local_size, packed, local_bytes)
         return self.launcher.launch(self.stream, global_size, local_size, offset, packed,
                                     local_bytes)
 
     def _arm(self, space, args, packed, tok) -> None:
-        """After a launch through the bound launch with nothing held: the second of two
-        launches with the same KernelArgs (a launch loop) arms ``again`` with it, where
-        its range was remembered as unchangeable (``index_space``) and the driver made
-        it through its record (``replay``)."""
+        """After a launch through the bound launch: the second of two launches with the
+        same KernelArgs (a launch loop) arms ``again`` with it (``runtime/replay.py``),
+        where its range was remembered as unchangeable (``index_space``) and the driver
+        made it through its record (``replay``)."""
         last, self.last_packed = self.last_packed, packed
         remembered = self.last_space[0]
         if packed != last or space is not remembered and (
@@ -285,7 +283,8 @@ class LaunchPlan:
             return
         call, version = self.replay
         if call is not None:
-            self.again = self.make_again(self.queue, space, args, packed, call, version, tok)
+            self.again = arm_replay(self.queue, self.packer.pointers, space, args, packed,
+                                    call, version, tok)
 
     def _event(self, tok, keep):
         """The event of a launch the driver issued, token ``tok``, found not complete:

@@ -1,35 +1,43 @@
 """A launch loop's launch made again: the same range, the same argument objects.
 
-Most GPU launch loops launch one kernel over the same range with the same USM arrays
-and scalars, thousands of times. Everything a launch computes from them (the checked
+Most GPU launch loops launch one kernel over the same range with the same arrays and
+scalars, thousands of times. Everything a launch computes from them (the checked
 range, the packed parameters, the driver's geometry) is then what the last launch
 computed, and the driver can make that launch again from its record
-(``backends/cuda/launch_call.py``). :func:`replayer` makes, for one kernel signature,
-the function that checks a launch is such a repeat, makes it, and records its event as
+(``backends/cuda/launch_call.py``). :func:`arm` makes, after such a launch, the
+function that checks a launch is a repeat of it, makes it, and records its event as
 the general path would; anything else (another range or argument object, a freed
-array, a queue with a command to wait for, a record changed by another thread's
-launch) returns None, and the launch takes the general path.
+array, a moved or resized tensor, another producer stream, a queue with a command to
+wait for, a record changed by another thread's launch) returns None, and the launch
+takes the general path.
 
 What makes identity enough:
 
 * a USM array's ``_karg`` is made once per array object and cleared when it is freed,
   so ``a._karg is k`` holds exactly while ``a`` is the live array launched with last;
+* another library's CUDA array is the object its remembered entry refers to, asked
+  again for its address and shape and for its producer's stream (the stream protocol
+  is honoured at every launch; ``args.known_entry``), and held until the device ran
+  the launch, as the general path holds it;
 * a scalar is the same object of an immutable type (Python or NumPy numbers);
 * the range is an object whose value cannot change (the plan remembers only those).
 
->>> make = replayer((True, False), in_order=False)   # (global_ptr, scalar)
->>> make.__code__.co_filename
-'<pysycl replay (pointer, scalar), out of order>'
+>>> replayer(("usm", "scalar"), in_order=False).__code__.co_filename
+'<pysycl replay (usm, scalar), out of order>'
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ..detail.generated_code import define
+from .args import known_entry
 from .event import STREAM, issued_event
 from .ranges import range as range_cls
 
 _IMMUTABLE = frozenset({int, float, bool, complex})
+USM, FOREIGN, SCALAR = "usm", "foreign", "scalar"
 
 
 def immutable(value) -> bool:
@@ -37,30 +45,56 @@ def immutable(value) -> bool:
     return value.__class__ in _IMMUTABLE or isinstance(value, np.generic)
 
 
-def replayer(pointers: tuple, in_order: bool):
-    """``make(queue, space, args, packed, call, version, token) -> again or None`` for
-    a kernel whose user arguments are global_ptrs where ``pointers`` is true and scalars
-    elsewhere: ``again(space, args)`` is the launch's event, or None (see the module).
-    ``packed``: the last launch's KernelArgs; ``call(version)``: the driver's launch of
-    its record again (0: launched); ``token``: the launch's token."""
-    n = len(pointers)
-    names = [f"a{i}" for i in range(n)]
-    lines = ["def make(queue, space, args, packed, call, version, token):"]
+def arm(queue, pointers, space, args, packed, call, version, token):
+    """``again(space, args) -> event or None`` for the launch just made over ``space``
+    with ``args`` (user arguments: global_ptrs where ``pointers`` is true, scalars
+    elsewhere) packed as ``packed``, which ``call(version)`` makes again (0: made) with
+    the launch token ``token``; None when an argument may change unseen."""
+    kinds = []
+    for value, karg, pointer in zip(args, packed, pointers):
+        if not pointer:
+            if not immutable(value):
+                return None
+            kinds.append(SCALAR)
+        elif getattr(value, "_karg", None) is karg:
+            kinds.append(USM)
+        elif known_entry(value, karg, queue._stream) is not None:
+            kinds.append(FOREIGN)
+        else:
+            return None
+    return replayer(tuple(kinds), queue._in_order)(queue, space, args, packed, call,
+                                                   version, token)
+
+
+@functools.lru_cache(maxsize=256)
+def replayer(kinds: tuple, in_order: bool):
+    """``make(queue, space, args, packed, call, version, token) -> again`` for user
+    arguments of ``kinds`` (see :func:`arm`, which checks what ``make`` relies on)."""
+    n = len(kinds)
+    foreign = [i for i, kind in enumerate(kinds) if kind == FOREIGN]
+    lines = ["def make(queue, space, args, packed, call, version, token):",
+             "    record, stream, held = queue._record, queue._stream, queue._held"]
     if in_order:
         lines.append("    lock, ordered = queue._lock, queue._stream_in_order")
     if n:
-        lines.append(f"    {''.join(f'{a}, ' for a in names)}= args")
-    checks = []
-    for i, pointer in enumerate(pointers):
-        if pointer:   # a USM array's KernelArg (another library's array is not replayed)
+        lines.append(f"    {''.join(f'a{i}, ' for i in range(n))}= args")
+    checks, probes = [], []
+    for i, kind in enumerate(kinds):
+        if kind == USM:
             lines.append(f"    k{i} = packed[{i}]")
-            lines.append(f"    if getattr(a{i}, '_karg', None) is not k{i}: return None")
             checks.append(f"b{i}._karg is not k{i}")
-        else:
-            lines.append(f"    if not IMMUTABLE(a{i}): return None")
+        elif kind == SCALAR:
             checks.append(f"b{i} is not a{i}")
-    lines += ["    record = queue._record",
-              "    def again(given, args):",
+        else:
+            lines += [f"    h{i} = KNOWN(a{i}, packed[{i}], stream)",
+                      f"    if h{i} is None: return None",
+                      f"    ref{i}, probe{i}, seen{i} = h{i}.ref, h{i}.probe, h{i}.seen",
+                      f"    producer{i} = h{i}.ordered[1]"]
+            checks.append(f"ref{i}() is not b{i}")
+            probes += [f"            s, p = probe{i}(b{i})",
+                       f"            if s != seen{i} or p != producer{i}:",
+                       "                return None"]
+    lines += ["    def again(given, args):",
               "        if given is not space and (given.__class__ is not RANGE or "
               "given != space):",
               "            return None"]
@@ -69,10 +103,16 @@ def replayer(pointers: tuple, in_order: bool):
                   f"            {''.join(f'b{i}, ' for i in range(n))}= args",
                   f"            if {' or '.join(checks)}:",
                   "                return None",
-                  "        except (AttributeError, TypeError, ValueError):",
+                  *probes,
+                  "        except (AttributeError, TypeError, ValueError, RuntimeError, "
+                  "KeyError):",
                   "            return None"]
     else:
         lines += ["        if args:", "            return None"]
+    made = ["if call(version):", "    return None"]
+    if foreign:   # held with the token until the device ran it, as the general path does
+        made.append(f"held.hold_objects(token, [{', '.join(f'b{i}' for i in foreign)}])")
+    made.append("return record(ISSUED(queue, STREAM, token))")
     if in_order:
         # As LaunchPlan.issue_in_order, under the queue's lock: the newest command is
         # none, complete, or this queue's last launch on its in-order stream.
@@ -82,19 +122,14 @@ def replayer(pointers: tuple, in_order: bool):
                   "            if last is not None and (last._error is not None or not (",
                   "                    last._done or last is queue._issued and ordered)):",
                   "                return None",
-                  "            if call(version):",
-                  "                return None",
-                  "            return record(ISSUED(queue, STREAM, token))",
+                  *(f"            {line}" for line in made),
                   "        finally:",
                   "            lock.release()"]
     else:
-        lines += ["        if call(version):",
-                  "            return None",
-                  "        return record(ISSUED(queue, STREAM, token))"]
+        lines += [f"        {line}" for line in made]
     lines.append("    return again")
-    kinds = ", ".join("pointer" if p else "scalar" for p in pointers)
-    scope = {"IMMUTABLE": immutable, "RANGE": range_cls, "ISSUED": issued_event,
+    scope = {"KNOWN": known_entry, "RANGE": range_cls, "ISSUED": issued_event,
              "STREAM": STREAM}
-    # Code built above from parameter kinds only; named for tracebacks.
+    # Code built above from argument kinds only; named for tracebacks.
     order = "in order" if in_order else "out of order"
-    return define(lines, f"<pysycl replay ({kinds}), {order}>", scope)["make"]
+    return define(lines, f"<pysycl replay ({', '.join(kinds)}), {order}>", scope)["make"]

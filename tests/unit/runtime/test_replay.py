@@ -12,7 +12,8 @@ import pytest
 
 import pysycl as sycl
 from pysycl.runtime.event import STREAM
-from pysycl.runtime.replay import replayer
+from pysycl.runtime import args as args_mod
+from pysycl.runtime.replay import arm
 
 
 @sycl.kernel
@@ -53,8 +54,7 @@ def armed(in_order, k=np.float32(1.5), result=0):
     plan = q._plans.entries[scale]
     packed, _ = plan.packer.pack((x, y, k), plan.cgh)
     call = Call(result)
-    make = replayer(plan.packer.pointers, in_order)
-    again = make(q, r, (x, y, k), packed, call, 7, Token())
+    again = arm(q, plan.packer.pointers, r, (x, y, k), packed, call, 7, Token())
     return q, again, call, (r, x, y, k)
 
 
@@ -115,8 +115,76 @@ def test_in_order_waits_for_a_pending_command_or_an_error():
 
 def test_arguments_that_can_change_are_never_armed():
     q, _again, _call, (r, x, y, k) = armed(False)
-    plan = q._plans.entries[scale]
-    make = replayer(plan.packer.pointers, False)
-    for args in [(x, y, np.array(1.5, np.float32)), (x, np.zeros(64, np.float32), k)]:
+    pointers = q._plans.entries[scale].packer.pointers
+    for args in [(x, y, np.array(1.5, np.float32)), (x, np.zeros(64, np.float32), k),
+                 (x, y, [1.5])]:
         packed = [x._karg, y._karg, None, None]
-        assert make(q, r, args, packed, Call(), 1, Token()) is None
+        assert arm(q, pointers, r, args, packed, Call(), 1, Token()) is None
+
+
+class Foreign:
+    """Stands for another library's CUDA array: an address, a shape and the stream
+    its library would order work on now (what its probe reads)."""
+
+    def __init__(self, address, shape, stream):
+        self.address, self.shape, self.stream = address, shape, stream
+
+
+def probe(value):
+    return (value.address, value.shape), value.stream
+
+
+def remember(q, value):
+    """What the general path remembers of an array it exported and needed no ordering
+    for on ``q``'s stream."""
+    import weakref
+    entry = args_mod._Known(weakref.ref(value), q.get_device(), (value.address, None, 256),
+                            probe, probe(value)[0])
+    entry.ordered = (q._stream, value.stream)
+    args_mod._known[id(value)] = entry
+    return entry
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_other_libraries_arrays_are_asked_again_and_held(in_order):
+    q, _again, _call, (r, x, y, k) = armed(in_order)
+    pointers = q._plans.entries[scale].packer.pointers
+    a, b = Foreign(0x7000, (64,), 5), Foreign(0x9000, (64,), 5)
+    try:
+        ka, kb = remember(q, a).karg, remember(q, b).karg
+        call, token = Call(), Token()
+        again = arm(q, pointers, r, (a, b, k), [ka, kb, None], call, 3, token)
+        held = len(q._held)
+        assert again(r, (a, b, k)) is not None and call.versions == [3]
+        shared = q._held._shared
+        assert shared[0] is token and shared[1][0] is a and shared[1][1] is b
+        assert len(q._held) == held + 1
+        assert again(r, (a, b, k)) is not None and len(q._held) == held + 1  # held once
+        other = Foreign(0x7000, (64,), 5)     # the same address, another object
+        a.stream = 6                          # its library's stream changed: order again
+        b.address = 0xB000                    # moved (a resized tensor)
+        for args in [(other, b, k), (a, x, k)]:
+            assert again(r, args) is None
+        assert again(r, (a, Foreign(0x9000, (64,), 5), k)) is None
+        assert again(r, (a, b, k)) is None
+        a.stream, b.address = 5, 0x9000
+        assert again(r, (a, b, k)) is not None and call.versions == [3, 3, 3]
+        a.stream = 6
+        assert again(r, (a, b, k)) is None and call.versions == [3, 3, 3]
+    finally:
+        args_mod._known.pop(id(a), None)
+        args_mod._known.pop(id(b), None)
+    q.wait()
+
+
+def test_a_foreign_array_needing_an_order_is_never_armed():
+    q, _again, _call, (r, x, y, k) = armed(False)
+    pointers = q._plans.entries[scale].packer.pointers
+    a = Foreign(0x7000, (64,), 5)
+    try:
+        entry = remember(q, a)
+        entry.ordered = (None, None)          # its producer needed a wait last time
+        assert arm(q, pointers, r, (a, y, k), [entry.karg, y._karg, None], Call(), 1,
+                   Token()) is None
+    finally:
+        args_mod._known.pop(id(a), None)
