@@ -23,6 +23,8 @@ Either way the queue records the launch's event in one place, ``queue._record``.
 """
 from __future__ import annotations
 
+from operator import is_
+
 from ..errors import errc, exception
 from . import args as args_mod
 from .event import (STREAM, _token_done, complete, event, issued_event, new_event,
@@ -276,10 +278,15 @@ class LaunchPlan:
         same KernelArgs (a launch loop) arms ``again`` with it (``runtime/replay.py``),
         where its range was remembered as unchangeable (``index_space``) and the driver
         made it through its record (``replay``)."""
-        last, self.last_packed = self.last_packed, packed
+        # (This launch wrote the driver's record: an ``again`` armed before never
+        # launches again.)
+        last, self.last_packed, self.again = self.last_packed, packed, None
         remembered = self.last_space[0]
-        if packed != last or space is not remembered and (
-                space.__class__ is not range_cls or space != remembered):
+        # KernelArgs are compared by identity: the packer hands out the same objects
+        # for the same arguments, and equality would cost more than the launch saves.
+        if last is None or len(packed) != len(last) or not all(map(is_, packed, last)) \
+                or space is not remembered and (space.__class__ is not range_cls or
+                                                space != remembered):
             return
         call, version = self.replay
         if call is not None:
