@@ -381,10 +381,14 @@ class _ArgPacker:
                 # The same KernelArg objects as the last call (a launch loop): the
                 # buffer holds their bytes already (KernelArgs are immutable; a freed
                 # USM array never reaches here, the runtime checks it first).
-                lines.append(f"    if ({', '.join(f'a{i}' for i in range(n))},) == LAST[0] "
-                             "and scratch_bytes == LAST[1]:")
+                # (By identity: KernelArg equality compares their fields, which costs
+                # more than packing when they differ.)
+                same = " and ".join(f"a{i} is last[{i}]" for i in range(n))
+                lines.append("    last = LAST[0]")
+                lines.append(f"    if last is not None and {same} and "
+                             "scratch_bytes == LAST[1]:")
                 lines.append("        return scratch_bytes")
-                lines.append("    LAST[0] = args = tuple(args); LAST[1] = scratch_bytes")
+                lines.append("    LAST[0] = tuple(args); LAST[1] = scratch_bytes")
         lines.append("    end = (scratch_bytes + ALIGN - 1) & -ALIGN")
         for i, kind in enumerate(self.kinds):
             if kind is _MEM:
