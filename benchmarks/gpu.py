@@ -32,6 +32,7 @@ a table and writes JSON (default ``gpu_bench.json``).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -478,6 +479,12 @@ def bench_saxpy(t: Table, q, n: int, cp) -> dict:
     return res
 
 
+def _alternating(first, second):
+    """A launch that is ``first`` and ``second`` in turn."""
+    turns = itertools.cycle((first, second))
+    return lambda: next(turns)()
+
+
 def bench_launch(t: Table, q, cp, torch=None, launches: int = 10_000, rounds: int = 5) -> dict:
     """Per launch over bursts of ``launches``, each case's best of ``rounds``. The cases
     take turns burst by burst: the host's speed drifts by tens of percent over seconds
@@ -494,6 +501,13 @@ def bench_launch(t: Table, q, cp, torch=None, launches: int = 10_000, rounds: in
         cases[label] = (partial(queue.parallel_for, r, tiny, da, db), queue.wait,
                         lambda: q.memset(db, 0, db.nbytes).wait(),
                         lambda queue=queue: np.array_equal(_to_host(queue, db), host))
+    # A loop whose launches alternate their arguments (a -> b, then b -> a): no launch
+    # repeats the one before it, which a launch loop over fixed arguments does.
+    cases["pysycl q.parallel_for, arguments alternating"] = (
+        _alternating(partial(q.parallel_for, r, tiny, da, db),
+                     partial(q.parallel_for, r, tiny, db, da)), q.wait,
+        lambda: q.memset(db, 0, db.nbytes).wait(),
+        lambda: np.array_equal(_to_host(q, db), host))
     if cp is not None:
         # The same launch with CuPy's arrays as the kernel's arguments (no USM).
         ca, cb = cp.asarray(host), cp.empty(n, cp.float32)
@@ -511,6 +525,9 @@ def bench_launch(t: Table, q, cp, torch=None, launches: int = 10_000, rounds: in
         k = cp.RawKernel(CUPY_TINY, "tiny")
         cases["cupy"] = (partial(k, (1,), (n,), (ca, cb)), cp.cuda.Device().synchronize,
                          clear, check)
+        cases["cupy, arguments alternating"] = (
+            _alternating(partial(k, (1,), (n,), (ca, cb)), partial(k, (1,), (n,), (cb, ca))),
+            cp.cuda.Device().synchronize, clear, check)
     best = {}
     for label, (launch, sync, clear, check) in cases.items():
         clear()
@@ -528,7 +545,7 @@ def bench_launch(t: Table, q, cp, torch=None, launches: int = 10_000, rounds: in
             best[label] = min(best[label], (time.perf_counter() - t0) / launches)
     res = {}
     for label, sec in best.items():
-        shown = "CuPy RawKernel" if label == "cupy" else label
+        shown = label.replace("cupy", "CuPy RawKernel") if label.startswith("cupy") else label
         res[label] = t.add(wl, shown, sec, sec is not None)
     sycl.free(da, q)
     sycl.free(db, q)
@@ -787,6 +804,9 @@ def main(argv=None) -> int:
                       "pysycl in_order queue, CuPy array arguments",
                       "pysycl q.parallel_for, PyTorch tensor arguments"):
             summary[f"launch_ratio_vs_cupy: {label}"] = _ratio(lr.get(label), lr.get("cupy"))
+        summary["launch_ratio_vs_cupy: arguments alternating"] = _ratio(
+            lr.get("pysycl q.parallel_for, arguments alternating"),
+            lr.get("cupy, arguments alternating"))
     if "fir" in only:
         f = bench_fir(t, q, (1 << 20) if args.quick else (1 << 24))
         for key in sorted({k[0] for k in f}):
