@@ -2,7 +2,7 @@
 
 Native CPU kernels load into it (``native_cpu/executor.py``), and so do small C-callable
 helpers of the other layers: the DLPack export's deleters, the CUDA driver's launch
-trampoline. One JIT per process, made on first use (creating it loads LLVM's native
+call (``cuda/launch_call.py``). One JIT per process, made on first use (creating it loads LLVM's native
 target, which a process that never needs host code should not pay for).
 
 >>> addr = link_host_functions("define i32 @f() { ret i32 7 }", ["f"])["f"]

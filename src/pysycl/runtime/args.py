@@ -418,7 +418,7 @@ def _torch_probe(torch, dev):
     def probe(value):
         stream = raw(ordinal) if raw is not None else \
             torch.cuda.current_stream(ordinal).cuda_stream
-        return (value.data_ptr(), tuple(value.shape)), stream or 1
+        return (value.data_ptr(), value.shape), stream or 1
     return probe
 
 
