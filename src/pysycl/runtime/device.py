@@ -327,6 +327,27 @@ def select_device(selector=None):
     return best
 
 
+def select_among(selector, devices: list, where: str):
+    """The device of ``devices`` with the highest non-negative score (ties: the first),
+    as ``queue(context, selector)`` chooses among its context's devices (SYCL 2020
+    4.6.5.1); ``errc.runtime`` if none."""
+    if selector is None:
+        selector = selectors.default_selector_v
+    if not callable(selector):
+        raise exception(errc.invalid, f"{selector!r} is not a device selector "
+                        "(a callable device -> int) nor a sycl.device")
+    best, best_score = None, None
+    for dev in devices:
+        score = selector(dev)
+        if score is not None and score >= 0 and (best is None or score > best_score):
+            best, best_score = dev, score
+    if best is None:
+        name = getattr(selector, "__name__", repr(selector))
+        raise exception(errc.runtime, f"no device satisfies {name} among the "
+                        f"{len(devices)} device(s) of {where}")
+    return best
+
+
 def _bound(selector, backend: str) -> int | None:
     """The highest score ``selector`` can give a device of ``backend`` here, or None
     when the selector cannot say (a user's selector)."""

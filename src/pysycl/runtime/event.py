@@ -23,7 +23,7 @@ import threading
 import time
 
 from ..errors import errc, exception
-from .info import event_command_status, get_info
+from .info import event_command_status, get_info, info
 from .pickling import not_picklable
 
 _lock = threading.Lock()
@@ -113,15 +113,18 @@ def still_matters(ev: event) -> bool:
     return not ev._done or ev._error is not None and not ev._error.delivered
 
 
-def as_events(events) -> list:
+def as_events(events, what: str = "depends_on") -> list:
     """``depends_on``'s argument (an event or an iterable of events) as a list;
     ``errc.invalid`` naming anything else."""
     if isinstance(events, event):
         return [events]
-    out = list(events)
+    try:
+        out = list(events)
+    except TypeError:
+        out = [events]
     for e in out:
         if not isinstance(e, event):
-            raise exception(errc.invalid, f"depends_on takes sycl.event objects, not "
+            raise exception(errc.invalid, f"{what} takes sycl.event objects, not "
                             f"{type(e).__name__}")
     return out
 
@@ -180,7 +183,12 @@ class event:
         """Block until the command completed. A failed command's error is raised here
         when its queue has no ``async_handler`` (with one, ``wait_and_throw`` hands it
         over); a command that did not run because a command it depends on failed
-        raises that error."""
+        raises that error.
+
+        ``sycl.event.wait([e1, e2])`` is SYCL's static ``event::wait(event_list)``:
+        called on the class, the function gets the list in place of an event."""
+        if not isinstance(self, event):
+            return event.wait_list(self)
         if not self._done:
             self._wait_done()
         if self._error is not None:
@@ -226,14 +234,20 @@ class event:
         raise f.deliver()
 
     def wait_and_throw(self) -> None:
-        """``wait()``, then the queue's ``throw_asynchronous()``."""
+        """``wait()``, then the queue's ``throw_asynchronous()``. On the class,
+        ``sycl.event.wait_and_throw([e1, e2])`` does that for each event of the list
+        (SYCL's static ``event::wait_and_throw(event_list)``)."""
+        if not isinstance(self, event):
+            for e in as_events(self, "event.wait_and_throw"):
+                e.wait_and_throw()
+            return
         self.wait()
         if self._queue is not None:
             self._queue.throw_asynchronous()
 
     @staticmethod
     def wait_list(events) -> None:
-        for e in events:
+        for e in as_events(events, "event.wait"):
             e.wait()
 
     @property
@@ -249,11 +263,12 @@ class event:
         return get_info(self, descriptor)
 
     def get_profiling_info(self, descriptor):
-        return get_info(self, descriptor)
+        return get_info(self, descriptor, info.event_profiling)
 
     def _profile(self, index: int, what: str) -> int:
         if self._times is None:
-            raise exception(errc.profiling, f"event.profiling_command_{what}: the queue was "
+            # errc.invalid, as SYCL 2020 4.6.6 says of get_profiling_info
+            raise exception(errc.invalid, f"event.profiling_command_{what}: the queue was "
                             "not created with enable_profiling=True")
         self.wait()
         tok_times = getattr(self._token, "profiling_ns", None)

@@ -142,12 +142,30 @@ class info:
     partition_affinity_domain = partition_affinity_domain
 
 
-def get_info(obj, descriptor):
-    """The answer to ``descriptor`` for ``obj`` (the body of every ``get_info``)."""
+# The descriptors each class answers in get_info (C++ rejects the others at compile time;
+# here a descriptor of another class would otherwise read a same-named attribute).
+_FAMILY = {"device": _device, "platform": _platform, "context": _context, "queue": _queue,
+           "event": _event}
+
+
+def _descriptor_name(descriptor) -> str:
+    family = type(descriptor).__name__.lstrip("_")
+    return f"sycl.info.{family}.{descriptor.name}"
+
+
+def get_info(obj, descriptor, family=None):
+    """The answer to ``descriptor`` for ``obj`` (the body of every ``get_info``);
+    ``family``: the descriptor enum ``obj`` answers (by default from its class name)."""
     if not isinstance(descriptor, enum.Enum):
         raise exception(errc.invalid, f"{descriptor!r} is not a sycl.info descriptor")
+    family = family or _FAMILY.get(type(obj).__name__)
+    if family is not None and type(descriptor) is not family:
+        raise exception(errc.invalid, f"{_descriptor_name(descriptor)} is not a descriptor "
+                        f"of {type(obj).__name__} (those are "
+                        f"sycl.info.{family.__name__.lstrip('_')}.*)")
     try:
         value = getattr(obj, descriptor.value)
     except AttributeError:
-        raise exception(errc.invalid, f"{type(obj).__name__} has no {descriptor}") from None
+        raise exception(errc.invalid, f"{type(obj).__name__} has no "
+                        f"{_descriptor_name(descriptor)}") from None
     return value() if callable(value) and not isinstance(value, type) else value

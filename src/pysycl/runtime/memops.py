@@ -244,6 +244,23 @@ def _dg_range(side: _Side, offset: int, n: int | None, unit: int, what: str) -> 
     return n
 
 
+def _check_element_types(src_dtype, dst_dtype, what: str) -> None:
+    """``copy`` moves elements of one type, as C++'s ``copy<T>(const T*, T*, n)`` does:
+    two sides of different element types are ``errc.invalid`` (a float32 array copied
+    into int32 memory would otherwise arrive as its bit patterns). Bytes (uint8) go with
+    anything, and integers of one size with each other (the bits are the value mod 2**n,
+    as ``astype`` gives); ``memcpy`` copies bytes between any types."""
+    if src_dtype is None or dst_dtype is None or src_dtype == dst_dtype:
+        return
+    if src_dtype.itemsize != dst_dtype.itemsize:
+        raise exception(errc.invalid, f"{what} from {src_dtype} to {dst_dtype}: element "
+                        "sizes differ")
+    if np.uint8 in (src_dtype, dst_dtype) or (src_dtype.kind in "iu" and dst_dtype.kind in "iu"):
+        return
+    raise exception(errc.invalid, f"{what} from {src_dtype} to {dst_dtype}: element types "
+                    "differ (convert with astype first, or memcpy the bytes)")
+
+
 def _submit_dg_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
     """A copy with a device_global on one side, staged through host bytes when the
     command runs (the instance decides then which program's global holds the value)."""
@@ -344,6 +361,7 @@ def copy(cgh, src, dst, count=None, start_index=0) -> None:
         if h.dtype is not None and h.dtype.itemsize != item and h.dtype != np.uint8:
             raise exception(errc.invalid, f"copy between {h.dtype} and device_global "
                             f"elements of {g.dtype}: element sizes differ")
+        _check_element_types(s.dtype, d.dtype, "copy")
         if count is None:
             want = None if g is s else h.nbytes
         else:
@@ -359,6 +377,7 @@ def copy(cgh, src, dst, count=None, start_index=0) -> None:
     if s.dtype is not None and d.dtype is not None and s.dtype.itemsize != d.dtype.itemsize \
             and s.dtype != np.uint8 and d.dtype != np.uint8:
         raise exception(errc.invalid, f"copy from {s.dtype} to {d.dtype}: element sizes differ")
+    _check_element_types(s.dtype, d.dtype, "copy")
     if s.dtype is None and d.dtype is None and count is not None:
         raise exception(errc.invalid, "copy between two USM addresses: the element type is "
                         "unknown; use memcpy with a byte count, or pass a sycl.usm_array")
@@ -388,7 +407,7 @@ def fill(cgh, dst, value, count=None) -> None:
         value.dtype if isinstance(value, np.generic) else np.dtype(np.uint8))
     try:
         pattern = np.asarray(value, dtype=dtype).tobytes()
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:   # OverflowError: 2**40 to int32
         raise exception(errc.invalid, f"fill: cannot convert {value!r} to {dtype}: {e}") \
             from None
     if len(pattern) != dtype.itemsize:

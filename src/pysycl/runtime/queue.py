@@ -40,7 +40,7 @@ from ..detail.memo import LRUMemo, Memo
 from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from .context import context as context_cls
-from .device import device as device_cls
+from .device import device as device_cls, select_among
 from .event import STREAM, as_events, error_box, event, new_event, settled, still_matters
 from .handler import handler
 from .keepalive import KeepAlive, orphans
@@ -111,6 +111,9 @@ class queue:
                 dev_or_selector = context.get_devices()[0]
         if isinstance(dev_or_selector, device_cls):
             dev = dev_or_selector
+        elif isinstance(context, context_cls):
+            # A selector given with a context chooses among the context's devices.
+            dev = select_among(dev_or_selector, context.get_devices(), repr(context))
         else:
             dev = device_cls(dev_or_selector)
         if rt_props.is_property_list(context):   # queue(dev, property_list), as in C++

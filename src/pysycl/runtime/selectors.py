@@ -101,7 +101,12 @@ def aspect_selector(*aspects, deny_list=()):
     >>> aspect_selector("gpu")  # doctest: +ELLIPSIS
     <function aspect_selector.<locals>.select at ...>
     """
-    if len(aspects) == 1 and isinstance(aspects[0], (list, tuple)):
+    if aspects and isinstance(aspects[0], (list, tuple)):
+        # C++'s aspect_selector(aspect_list, deny_list = {}): two lists, not aspects.
+        if len(aspects) > 2 or (len(aspects) == 2 and deny_list):
+            raise TypeError("aspect_selector takes (aspect_list, deny_list) or aspects")
+        if len(aspects) == 2:
+            deny_list = aspects[1]
         aspects = tuple(aspects[0])
     need = [to_aspect(a) for a in aspects]
     deny = [to_aspect(a) for a in deny_list]

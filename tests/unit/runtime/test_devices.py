@@ -54,6 +54,28 @@ def test_aspect_selector_and_callable_scores():
     assert names
 
 
+def test_aspect_selector_takes_cpp_aspect_and_deny_lists():
+    # aspect_selector(aspect_list, deny_list), as C++ spells it with two vectors.
+    dev = sycl.device(sycl.aspect_selector([sycl.aspect.cpu], [sycl.aspect.gpu]))
+    assert dev.has(sycl.aspect.cpu) and not dev.has(sycl.aspect.gpu)
+    with pytest.raises(sycl.exception) as e:
+        sycl.device(sycl.aspect_selector([sycl.aspect.cpu], [sycl.aspect.cpu]))
+    assert e.value.code() == sycl.errc.runtime
+
+
+def test_queue_selector_with_context_chooses_among_the_context_devices():
+    # queue(context, selector): the device comes from the context (SYCL 2020 4.6.5.1),
+    # not from every visible device; here a context of one sub-device of the CPU.
+    parent = sycl.device(sycl.cpu_selector_v)
+    sub = parent.create_sub_devices(sycl.info.partition_property.partition_equally, 1)[-1]
+    ctx = sycl.context(sub)
+    for q in (sycl.queue(ctx, sycl.cpu_selector_v), sycl.queue(sycl.default_selector_v, ctx)):
+        assert q.get_device() == sub and q.get_context() is ctx
+    with pytest.raises(sycl.exception) as e:
+        sycl.queue(ctx, sycl.gpu_selector_v)
+    assert e.value.code() == sycl.errc.runtime
+
+
 def test_device_selector_env(monkeypatch):
     monkeypatch.setenv("PYSYCL_DEVICE_SELECTOR", "native_cpu")
     assert [d.backend for d in sycl.device.get_devices()] == [sycl.backend.native_cpu]

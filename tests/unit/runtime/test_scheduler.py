@@ -131,12 +131,62 @@ def test_profiling_timestamps():
     assert s <= b <= e and e - b >= 15_000_000
 
 
-def test_profiling_without_enable_profiling_is_errc_profiling():
+def test_profiling_without_enable_profiling_is_errc_invalid():
+    # SYCL 2020 4.6.6: get_profiling_info throws errc::invalid on such a queue.
     q = sycl.queue()
     ev = q.host_task(lambda: None)
     with pytest.raises(sycl.exception) as e:
         ev.profiling_command_start
-    assert e.value.code() == sycl.errc.profiling
+    assert e.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception) as e:
+        ev.get_profiling_info(sycl.info.event_profiling.command_end)
+    assert e.value.code() == sycl.errc.invalid
+
+
+def test_get_info_refuses_descriptors_of_another_class():
+    # C++ rejects dev.get_info<info::platform::name>() at compile time; here the
+    # descriptor's value names an attribute the device also has.
+    q = sycl.queue(enable_profiling=True)
+    ev = q.host_task(lambda: None)
+    ev.wait()
+    dev = q.get_device()
+    cases = [(dev, sycl.info.platform.name), (dev, sycl.info.queue.device),
+             (q, sycl.info.device.name), (ev, sycl.info.event_profiling.command_end),
+             (q.get_context(), sycl.info.device.platform)]
+    for obj, descriptor in cases:
+        with pytest.raises(sycl.exception) as e:
+            obj.get_info(descriptor)
+        assert e.value.code() == sycl.errc.invalid
+        assert f"info.{type(descriptor).__name__.lstrip('_')}.{descriptor.name}" in str(e.value)
+    with pytest.raises(sycl.exception) as e:
+        ev.get_profiling_info(sycl.info.event.command_execution_status)
+    assert e.value.code() == sycl.errc.invalid
+    assert ev.get_profiling_info(sycl.info.event_profiling.command_end) >= \
+        ev.get_profiling_info(sycl.info.event_profiling.command_start)
+    assert dev.get_info(sycl.info.device.name) == dev.name
+
+
+def test_static_event_wait_takes_a_list():
+    # SYCL's static event::wait(event_list) and event::wait_and_throw(event_list).
+    q = sycl.queue()
+    gate = threading.Event()
+    done = []
+    evs = [q.host_task(lambda i=i: (gate.wait(), done.append(i))) for i in range(3)]
+    gate.set()
+    sycl.event.wait(evs)
+    assert sorted(done) == [0, 1, 2]
+    assert all(e.status == sycl.info.event_command_status.complete for e in evs)
+    seen = []
+    qh = sycl.queue(async_handler=seen.extend)
+    bad = qh.host_task(lambda: 1 / 0)
+    sycl.event.wait_and_throw([bad, sycl.event()])
+    assert len(seen) == 1 and isinstance(seen[0], ZeroDivisionError)
+    failing = q.host_task(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        sycl.event.wait([failing])
+    with pytest.raises(sycl.exception) as e:
+        sycl.event.wait([evs[0], 5])
+    assert e.value.code() == sycl.errc.invalid
 
 
 def test_host_task_exception_reaches_async_handler():

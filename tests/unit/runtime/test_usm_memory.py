@@ -73,6 +73,40 @@ def test_memory_errors_are_invalid(q):
     assert np.asarray(d).tolist() == [1] * 4
 
 
+def test_copy_refuses_other_element_types_memcpy_takes_bytes(q):
+    # copy<T> moves elements of one type: float32 values copied into int32 memory would
+    # otherwise arrive as bit patterns. memcpy still copies the bytes.
+    rng = np.random.default_rng(11)
+    src = rng.random(8, dtype=np.float32)
+    d = sycl.malloc_shared(8, np.int32, q)
+    d[:] = rng.integers(-100, 100, 8)
+    before = d.to_numpy().copy()
+    dg_mem = sycl.device_global(np.dtype((np.int32, (8,))))
+    for dst in (d, dg_mem):
+        with pytest.raises(sycl.exception) as e:
+            q.copy(src, dst)
+        assert e.value.code() == sycl.errc.invalid and "float32" in str(e.value)
+    np.testing.assert_array_equal(d.to_numpy(), before)
+    f = sycl.malloc_shared(8, np.float32, q)
+    with pytest.raises(sycl.exception) as e:
+        q.copy(d, f)
+    assert e.value.code() == sycl.errc.invalid
+    q.memcpy(f, src).wait()                      # bytes: allowed
+    np.testing.assert_array_equal(f.to_numpy(), src)
+    u = rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32)
+    q.copy(u, d).wait()                          # same-size integers: the value mod 2**32
+    np.testing.assert_array_equal(d.to_numpy(), u.astype(np.int32))
+
+
+def test_fill_value_out_of_range_is_errc_invalid(q):
+    d = sycl.malloc_shared(4, np.int32, q)
+    d[:] = [1, 2, 3, 4]
+    with pytest.raises(sycl.exception) as e:
+        q.fill(d, 2**40)
+    assert e.value.code() == sycl.errc.invalid and "int32" in str(e.value)
+    assert d.to_numpy().tolist() == [1, 2, 3, 4]
+
+
 def test_one_command_per_group(q):
     d = sycl.malloc_device(4, np.int32, q)
 
