@@ -11,6 +11,7 @@ range(2, 2)
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -68,6 +69,88 @@ class _Index(tuple):
 
     def __repr__(self):
         return f"{self._kind}({', '.join(str(v) for v in self)})"
+
+    # Arithmetic is element-wise, as SYCL 2020 4.9.1.1 / 4.9.1.3 define it for range and
+    # id (with another of the same dimensions, or a scalar on either side): as tuples,
+    # ``range(2, 3) * 2`` would repeat the tuple and ``r + s`` concatenate. Division is
+    # C++'s size_t division. A result below zero (no size_t wrap-around) is errc.invalid.
+    def _elementwise(self, other, op, swap: bool = False):
+        if isinstance(other, tuple):
+            if len(other) != len(self):
+                raise type_error(errc.invalid, f"{self!r} and {other!r} have different "
+                                 "dimensions")
+            others = other
+        elif hasattr(other, "__index__") and not isinstance(other, (bool, np.bool_)):
+            others = (other.__index__(),) * len(self)
+        else:
+            return NotImplemented
+        pairs = zip(others, self) if swap else zip(self, others)
+        return type(self)(*(op(a, b) for a, b in pairs))
+
+    def __add__(self, other):
+        return self._elementwise(other, operator.add)
+
+    def __radd__(self, other):
+        return self._elementwise(other, operator.add, True)
+
+    def __sub__(self, other):
+        return self._elementwise(other, operator.sub)
+
+    def __rsub__(self, other):
+        return self._elementwise(other, operator.sub, True)
+
+    def __mul__(self, other):
+        return self._elementwise(other, operator.mul)
+
+    def __rmul__(self, other):
+        return self._elementwise(other, operator.mul, True)
+
+    def __truediv__(self, other):
+        return self._elementwise(other, operator.floordiv)
+
+    def __rtruediv__(self, other):
+        return self._elementwise(other, operator.floordiv, True)
+
+    __floordiv__, __rfloordiv__ = __truediv__, __rtruediv__
+
+    def __mod__(self, other):
+        return self._elementwise(other, operator.mod)
+
+    def __rmod__(self, other):
+        return self._elementwise(other, operator.mod, True)
+
+    def __lshift__(self, other):
+        return self._elementwise(other, operator.lshift)
+
+    def __rlshift__(self, other):
+        return self._elementwise(other, operator.lshift, True)
+
+    def __rshift__(self, other):
+        return self._elementwise(other, operator.rshift)
+
+    def __rrshift__(self, other):
+        return self._elementwise(other, operator.rshift, True)
+
+    def __and__(self, other):
+        return self._elementwise(other, operator.and_)
+
+    def __rand__(self, other):
+        return self._elementwise(other, operator.and_, True)
+
+    def __or__(self, other):
+        return self._elementwise(other, operator.or_)
+
+    def __ror__(self, other):
+        return self._elementwise(other, operator.or_, True)
+
+    def __xor__(self, other):
+        return self._elementwise(other, operator.xor)
+
+    def __rxor__(self, other):
+        return self._elementwise(other, operator.xor, True)
+
+    def __pos__(self):
+        return self
 
 
 class range(_Index):

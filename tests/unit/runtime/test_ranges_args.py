@@ -22,6 +22,36 @@ def test_ranges():
         sycl.range(1, 2, 3, 4)
 
 
+def test_range_and_id_arithmetic_is_elementwise():
+    # SYCL 2020 4.9.1.1 / 4.9.1.3: element-wise with the same type or a scalar, on
+    # either side (as tuples, `*` would repeat and `+` concatenate).
+    rng = np.random.default_rng(4)
+    for dims in (1, 2, 3):
+        a = rng.integers(1, 1000, dims)
+        b = rng.integers(1, 50, dims)
+        k = int(rng.integers(1, 9))
+        for cls in (sycl.range, sycl.id):
+            x, y = cls(*a.tolist()), cls(*b.tolist())
+            cases = [(x + y, a + b), (x - y, a - b), (x * y, a * b), (x / y, a // b),
+                     (x // y, a // b), (x % y, a % b), (x << y % 8, a << b % 8),
+                     (x >> y % 8, a >> b % 8), (x & y, a & b), (x | y, a | b),
+                     (x ^ y, a ^ b), (x + k, a + k), (k + x, k + a), (x * k, a * k),
+                     (k * x, k * a), (x / k, a // k), (x % k, a % k), (k - y % k, k - b % k)]
+            for got, want in cases:
+                assert type(got) is cls and list(got) == want.tolist()
+    r = sycl.range(8, 4)
+    r += 2
+    assert r == sycl.range(10, 6)
+    assert sycl.nd_range(sycl.range(4, 2) * 8, sycl.range(4, 2)).get_group_range() == (8, 8)
+    assert sycl.id(1, 2) + sycl.range(3, 4) == sycl.id(4, 6)
+    with pytest.raises(TypeError) as e:
+        sycl.range(1, 2) + sycl.range(1, 2, 3)
+    assert isinstance(e.value, sycl.exception) and e.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception) as e:
+        sycl.range(1, 2) - 3                     # no size_t wrap-around
+    assert e.value.code() == sycl.errc.invalid
+
+
 @pytest.mark.parametrize("g, l, words", [
     ((10,), (4,), "not a multiple"),
     ((256, 256), (32, 16), "max_work_group_size"),
