@@ -725,6 +725,38 @@ def test_accessor_indexing_forms(queue, rng):
 
 
 @sycl.kernel
+def chained_subscripts(nd: sycl.nd_item[2], a: sycl.accessor[np.float32, 2, sycl.read_only],
+                       b: sycl.accessor[np.float32, 2, sycl.read_only],
+                       c: sycl.accessor[np.float32, 2, sycl.read_write],
+                       tile: sycl.local_accessor[np.float32, 2], k_dim: np.int64):
+    i = nd.get_global_id(0)
+    j = nd.get_global_id(1)
+    li = nd.get_local_id(0)
+    lj = nd.get_local_id(1)
+    acc = np.float32(0)
+    for k in range(k_dim):
+        acc += a[i][k] * b[k][j]
+    tile[li][lj] = acc
+    sycl.group_barrier(nd.get_group())
+    c[i][j] += tile[li][lj]
+
+
+def test_chained_accessor_subscripts_index_one_element(queue, rng):
+    # C++'s acc[i][j] on a 2-D accessor (SYCL 2020 4.7.6.9) is one element, as acc[i, j].
+    a = rng.random((8, 5), dtype=np.float32)
+    b = rng.random((5, 6), dtype=np.float32)
+    c = rng.random((8, 6), dtype=np.float32)
+    want = c + a @ b
+    with sycl.buffer(a) as ba, sycl.buffer(b) as bb, sycl.buffer(c) as bc:
+        queue.submit(lambda cgh: cgh.parallel_for(
+            sycl.nd_range(sycl.range(8, 6), sycl.range(4, 3)), chained_subscripts,
+            sycl.accessor(ba, cgh, sycl.read_only), sycl.accessor(bb, cgh, sycl.read_only),
+            sycl.accessor(bc, cgh, sycl.read_write),
+            sycl.local_accessor(np.float32, (4, 3), cgh), 5)).wait()
+    np.testing.assert_allclose(c, want, rtol=1e-5)
+
+
+@sycl.kernel
 def id_index(i: sycl.id[1], x: sycl.accessor[np.int32, 1, sycl.read_only],
              y: sycl.accessor[np.int32, 1, sycl.write_only]):
     y[i] = x[i] * 3

@@ -162,7 +162,7 @@ def _methods_section() -> list[str]:
     out += _methods("`sycl.group`", GROUP_METHODS)
     out += _methods("`sycl.sub_group`", SUB_GROUP_METHODS)
     out += ["### Accessors", "", "| method | IR op |", "|---|---|",
-            "| `acc[i]`, `acc[i, j]`, `acc[item]`, `acc[id]` | `acc.ptr` + `load`/`store` |",
+            "| `acc[i]`, `acc[i, j]`, `acc[i][j]`, `acc[item]`, `acc[id]` | `acc.ptr` + `load`/`store` |",
             "| `acc.get_range(d)`, `acc.get_range()` | `acc.range` |",
             "| `acc.get_offset(d)`, `acc.get_offset()` (buffer accessors) | `acc.offset` |",
             "| `acc.get_pointer()`, `acc.get_multi_ptr()` | `acc.base` (a `local_accessor`: "

@@ -40,8 +40,30 @@ class MemoryRules:
                 return self._number_part(base, node)
             return self._table_place(self._attribute(strong(base), node), node)
         if isinstance(node, ast.Subscript):
-            return self._subscript(strong(self.place(node.value, write)), node)
+            return self._subscript_chain(node, write)
         return self.wexpr(node)
+
+    def _subscript_chain(self, node: ast.Subscript, write: bool):
+        """``x[i][j]...``: the base is evaluated once, then each subscript applies in turn;
+        on a D-dimensional accessor, D single subscripts are one element (C++'s
+        ``acc[i][j]``, SYCL 2020 4.7.6.9), as ``acc[i, j]``."""
+        chain = [node]
+        while isinstance(chain[-1].value, ast.Subscript):
+            chain.append(chain[-1].value)
+        chain.reverse()                       # innermost (next to the base) first
+        base = strong(self.place(chain[0].value, write))
+        if len(chain) > 1 and isinstance(base, Value) and isinstance(
+                base.type, (T.AccessorType, T.LocalAccessorType)) and \
+                base.type.dims == len(chain) and not any(
+                isinstance(sub.slice, (ast.Tuple, ast.Slice)) for sub in chain):
+            index = ast.copy_location(ast.Tuple(elts=[sub.slice for sub in chain],
+                                                ctx=ast.Load()), chain[0].slice)
+            whole = ast.copy_location(ast.Subscript(value=chain[0].value, slice=index,
+                                                    ctx=node.ctx), node)
+            return self._subscript(base, whole)
+        for sub in chain:
+            base = self._subscript(strong(base), sub)
+        return base
 
     def _table_place(self, fv, node):
         """Host data frozen as a table: its address, read-only (``readonly`` names it)."""
