@@ -757,6 +757,33 @@ def test_chained_accessor_subscripts_index_one_element(queue, rng):
 
 
 @sycl.kernel
+def accessor_sizes(nd: sycl.nd_item[1], a: sycl.accessor[np.float64, 2, sycl.read_only],
+                   out: sycl.global_ptr[np.int64], tile: sycl.local_accessor[np.int16, 2]):
+    if nd.get_global_id(0) == 0:
+        out[0] = a.size()
+        out[1] = a.byte_size()
+        out[2] = a.get_count()
+        out[3] = a.get_size()
+        out[4] = tile.size()
+        out[5] = tile.byte_size()
+
+
+def test_accessor_size_and_byte_size_in_kernels(queue, rng):
+    # SYCL 2020 accessor::size() / byte_size() (and the deprecated get_count/get_size)
+    # of a ranged accessor count its range, not the buffer.
+    rows, cols = (int(v) for v in rng.integers(3, 9, 2))
+    data = rng.random((rows + 2, cols + 3))
+    out = sycl.malloc_shared(6, np.int64, queue)
+    with sycl.buffer(data) as b:
+        queue.submit(lambda cgh: cgh.parallel_for(
+            sycl.nd_range(4, 4), accessor_sizes,
+            sycl.accessor(b, cgh, sycl.range(rows, cols), sycl.id(1, 2), sycl.read_only), out,
+            sycl.local_accessor(np.int16, (cols, 5), cgh))).wait()
+    n = rows * cols
+    assert out.to_numpy().tolist() == [n, 8 * n, n, 8 * n, cols * 5, 2 * cols * 5]
+
+
+@sycl.kernel
 def id_index(i: sycl.id[1], x: sycl.accessor[np.int32, 1, sycl.read_only],
              y: sycl.accessor[np.int32, 1, sycl.write_only]):
     y[i] = x[i] * 3

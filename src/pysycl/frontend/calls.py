@@ -63,6 +63,9 @@ SUB_GROUP_METHODS = {
 # Accessor methods in kernels: buffer accessors, and the subset local accessors have.
 ACCESSOR_METHODS = ("get_range", "get_offset", "get_pointer", "get_multi_ptr")
 LOCAL_ACCESSOR_METHODS = ("get_range", "get_pointer", "get_multi_ptr")
+# SYCL 2020 accessor sizes (4.7.6.9.1): elements (size, and the deprecated get_count)
+# and bytes (byte_size, and the deprecated get_size).
+ACCESSOR_SIZES = {"size": False, "get_count": False, "byte_size": True, "get_size": True}
 ATOMIC_RMW = {"fetch_add": "add", "fetch_sub": "sub", "fetch_min": "min", "fetch_max": "max",
               "fetch_and": "and", "fetch_or": "or", "fetch_xor": "xor", "exchange": "xchg"}
 
@@ -278,11 +281,23 @@ class CallRules:
                 return self.value("acc.range", [acc], T.I64, {"dim": d}, node)
             return TupleVal(tuple(self.value("acc.range", [acc], T.I64, {"dim": d}, node)
                                   for d in range(dims)))
+        if name in ACCESSOR_SIZES:
+            if node.args:
+                self.error(node, f"{name}() takes no arguments")
+            total = self.value("acc.range", [acc], T.I64, {"dim": 0}, node)
+            for d in range(1, dims):
+                total = self.value("mul", [total, self.value("acc.range", [acc], T.I64,
+                                                             {"dim": d}, node)], T.I64, node=node)
+            if ACCESSOR_SIZES[name]:
+                item = self.const(acc.type.elem.size, T.I64, node)
+                total = self.value("mul", [total, item], T.I64, node=node)
+            return total
         buffer_acc = isinstance(acc.type, T.AccessorType)
         if name not in (ACCESSOR_METHODS if buffer_acc else LOCAL_ACCESSOR_METHODS):
             self.error(node.func, f"'{name}' is not an accessor method in kernel code",
                        "available: acc[i], acc.get_range(), acc.get_range(d), acc.get_offset() "
-                       "(buffer accessors), acc.get_pointer(), acc.get_multi_ptr()")
+                       "(buffer accessors), acc.size(), acc.byte_size(), acc.get_pointer(), "
+                       "acc.get_multi_ptr()")
         if name == "get_offset":
             if node.args:
                 d = self.const_index(node.args[0], dims)

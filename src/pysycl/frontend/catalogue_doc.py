@@ -165,6 +165,7 @@ def _methods_section() -> list[str]:
             "| `acc[i]`, `acc[i, j]`, `acc[i][j]`, `acc[item]`, `acc[id]` | `acc.ptr` + `load`/`store` |",
             "| `acc.get_range(d)`, `acc.get_range()` | `acc.range` |",
             "| `acc.get_offset(d)`, `acc.get_offset()` (buffer accessors) | `acc.offset` |",
+            "| `acc.size()`, `acc.byte_size()` (elements, bytes of its range) | `acc.range`, `mul` |",
             "| `acc.get_pointer()`, `acc.get_multi_ptr()` | `acc.base` (a `local_accessor`: "
             "`acc.ptr` at 0) |", ""]
     out += ["### `sycl.vec` values", "",
