@@ -249,6 +249,16 @@ def _close_live_buffers() -> None:
             print(f"pysycl: writing back {buf!r} at exit failed: {e}", file=sys.stderr)
 
 
+class _Count(int):
+    """An element count that is both NumPy's ``buf.size`` and SYCL 2020's
+    ``buf.size()`` (C++ code calls it; Python code reads it like an array's)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 def _host_storage(data, dtype) -> tuple[np.ndarray, np.ndarray | None]:
     """``(host array, user array written back on close or None)`` for a buffer made
     from ``data`` (see :class:`buffer` for the forms)."""
@@ -384,14 +394,18 @@ class buffer:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return _Count(np.prod(self.shape, dtype=np.int64))
 
     def get_count(self) -> int:
-        return self.size
+        return int(self.size)
+
+    def byte_size(self) -> int:
+        """SYCL 2020 ``buffer::byte_size()``."""
+        return self.nbytes
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return int(self.size) * self.dtype.itemsize
 
     def get_size(self) -> int:
         return self.nbytes
@@ -503,6 +517,13 @@ class accessor:
     def get_size(self) -> int:
         return self.get_count() * self._dtype.itemsize
 
+    # SYCL 2020 names of the two above (4.7.6.9.1).
+    size = get_count
+    byte_size = get_size
+
+    def empty(self) -> bool:
+        return self.get_count() == 0
+
     def is_placeholder(self) -> bool:
         return self._cgh is None
 
@@ -612,6 +633,14 @@ class host_accessor:
     def get_count(self) -> int:
         return int(np.prod(self._range, dtype=np.int64))
 
+    size = get_count   # SYCL 2020 name (4.7.6.10)
+
+    def byte_size(self) -> int:
+        return self.get_count() * self._view.dtype.itemsize
+
+    def empty(self) -> bool:
+        return self.get_count() == 0
+
 
 class local_accessor:
     """``cgh.local_accessor(dtype, shape)`` (or ``sycl.local_accessor(dtype, shape, cgh)``):
@@ -638,6 +667,15 @@ class local_accessor:
 
     def get_range(self):
         return range_(*self.shape)
+
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def byte_size(self) -> int:
+        return self.nbytes
+
+    def empty(self) -> bool:
+        return self.nbytes == 0
 
     def __repr__(self):
         return f"<sycl.local_accessor {self.dtype} {self.shape}>"

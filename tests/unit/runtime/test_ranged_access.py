@@ -261,6 +261,33 @@ def test_accessor_queries_and_bad_ranges(queue):
     b.close()
 
 
+def test_sycl2020_size_queries_of_buffers_and_accessors(queue):
+    # SYCL 2020 spells these size() and byte_size(); buf.size is also an int as on
+    # NumPy arrays, so both buf.size and buf.size() give the element count.
+    rng = np.random.default_rng(21)
+    shape = tuple(int(v) for v in rng.integers(3, 9, 2))
+    b = sycl.buffer(rng.random(shape))
+    n = shape[0] * shape[1]
+    assert b.size == n and b.size() == n and b.byte_size() == 8 * n
+    assert b.size + 1 == n + 1 and type(b.size * 2) is int
+    seen = {}
+
+    def cgf(cgh):
+        acc = sycl.accessor(b, cgh, sycl.range(2, 3), sycl.id(1, 2), sycl.read_only)
+        local = sycl.local_accessor(np.int16, (4, 5), cgh)
+        seen.update(acc=(acc.size(), acc.byte_size(), acc.empty()),
+                    local=(local.size(), local.byte_size(), local.empty()))
+        cgh.host_task(lambda: None)
+    queue.submit(cgf).wait()
+    assert seen == {"acc": (6, 48, False), "local": (20, 40, False)}
+    with sycl.host_accessor(b, sycl.range(1, 2), sycl.id(2, 1), sycl.read_only) as view:
+        assert view.shape == (1, 2)
+    host = sycl.host_accessor(b, sycl.range(1, 2), sycl.id(2, 1), sycl.read_only)
+    assert (host.size(), host.byte_size(), host.empty()) == (2, 16, False)
+    host.close()
+    b.close()
+
+
 @pytest.mark.parametrize("dims", [1, 2, 3])
 def test_write_back_through_a_non_contiguous_array(queue, dims):
     shape = (8, 6, 4)[:dims]
