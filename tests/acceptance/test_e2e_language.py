@@ -937,6 +937,29 @@ def test_nd_item_group_and_sub_group_functions(queue):
 
 
 @sycl.kernel
+def sub_group_index_queries(nd: sycl.nd_item[1], out: sycl.global_ptr[np.int64]):
+    sg = nd.get_sub_group()
+    base = nd.get_global_id(0) * 4
+    out[base + 0] = sg.get_local_id()[0]
+    out[base + 1] = sg.get_local_range()[0]
+    out[base + 2] = nd.get_sub_group().get_group_id()[0]
+    out[base + 3] = sg.get_group_range()[0] * 1000 + sg.get_max_local_range()[0]
+
+
+def test_sub_group_ids_and_ranges_index_as_one_element(queue):
+    # SYCL 2020 4.9.1.8: these return id<1> / range<1>, which C++ code indexes with [0].
+    n, wg = 64, 16
+    (out,) = run(queue, sub_group_index_queries, sycl.nd_range(n, wg), np.full(4 * n, -1, np.int64))
+    out = out.reshape(n, 4)
+    size = out[:, 1]
+    assert size[0] >= 1 and np.all(size == size[0]) and wg % size[0] == 0
+    lid = np.arange(n) % wg
+    np.testing.assert_array_equal(out[:, 0], lid % size)
+    np.testing.assert_array_equal(out[:, 2], lid // size)
+    np.testing.assert_array_equal(out[:, 3], (wg // size) * 1000 + size)
+
+
+@sycl.kernel
 def linear_queries(nd: sycl.nd_item[2], x: sycl.global_ptr[np.float32],
                    out: sycl.global_ptr[np.int64], sums: sycl.global_ptr[np.float32]):
     gl = nd.get_global_linear_id()

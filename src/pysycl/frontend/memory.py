@@ -235,6 +235,11 @@ class MemoryRules:
         if isinstance(t, T.IndexSpaceType) and t.kind in ("id", "item", "nd_item"):
             d = self.const_index(node.slice, t.dims)
             return self.value("wi.global_id", [], T.I64, {"dim": d}, node)
+        if isinstance(t, T.ScalarType) and t.is_int and _one_dim_sub_group_query(node.value):
+            # sg.get_local_id()[0]: sub-group queries give an id<1> / range<1> in SYCL
+            # 2020 (4.9.1.8), here its one element; [0] of it is that element.
+            self.const_index(node.slice, 1)
+            return base
         self.error(node, f"a {type_name(t)} value cannot be indexed")
 
     def accessor_indices(self, acc: Value, slice_node, node) -> list[Value]:
@@ -283,6 +288,17 @@ class MemoryRules:
         if not 0 <= k < n:
             self.error(node, f"index {fv.value} is out of range for {n} elements")
         return k
+
+
+_SUB_GROUP_INDEX_QUERIES = frozenset({"get_local_id", "get_local_range", "get_group_id",
+                                      "get_group_range", "get_max_local_range"})
+
+
+def _one_dim_sub_group_query(node) -> bool:
+    """Whether ``node`` is a call such as ``sg.get_local_id()`` whose integer result
+    stands for a one-element id or range (only sub-group queries give those as an int)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr in _SUB_GROUP_INDEX_QUERIES and not node.args and not node.keywords
 
 
 def _tuple_values(tv: TupleVal):
