@@ -123,6 +123,13 @@ def _power(n: int) -> str:
 
 
 # Pointers --------------------------------------------------------------------------------
+def _foreign_usm(owner, dev) -> str:
+    """The message for USM of ``owner`` given to a kernel on ``dev``: the devices' reprs
+    name their backends (an OpenCL and the native CPU device share the CPU's name)."""
+    return (f"USM memory of {owner!r} cannot be used on {dev!r}; allocate it with a "
+            "queue of that device, or copy it there (q.memcpy)")
+
+
 def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, context=None):
     """(memory handle, dtype, size in bytes) of a USM array or an interop object usable on ``dev``;
     ``stream``: the queue's backend stream (CUDA arrays of other libraries are ordered
@@ -134,8 +141,7 @@ def pointer_of(value, dev, kernel: str, name: str, keep: list, stream=None, cont
         value._check_live()
         if value.device is not dev and value.device != dev and (value.usm_type == "device" or
                                     value.device.get_platform() != dev.get_platform()):
-            raise _arg_error(kernel, name, f"USM memory of {value.device.name!r} cannot be "
-                             f"used on {dev.name!r}")
+            raise _arg_error(kernel, name, _foreign_usm(value.device, dev))
         return value.memory_handle, value.dtype, value.nbytes
     if hasattr(value, "__sycl_usm_array_interface__"):
         return _sycl_usm_pointer(value, dev, kernel, name, keep)
@@ -251,8 +257,7 @@ def _sycl_usm_pointer(value, dev, kernel, name, keep):
                          f"pysycl allocated; copy it into a sycl.malloc_* array (q.memcpy)")
     if block.device != dev and (block.usm_type == "device" or
                                 block.device.get_platform() != dev.get_platform()):
-        raise _arg_error(kernel, name, f"USM memory of {block.device.name!r} cannot be used "
-                         f"on {dev.name!r}")
+        raise _arg_error(kernel, name, _foreign_usm(block.device, dev))
     keep.append(value)
     mem = block.alloc if ptr == block.ptr else usm_views.ViewMemory(ptr, block.alloc)
     return mem, dtype, nbytes

@@ -138,3 +138,22 @@ def test_cxx_allocation_forms(queue):
         queue.memcpy(out, a).wait()
         np.testing.assert_array_equal(out, ref, err_msg=form)
         sycl.free(a, ctx)
+
+
+def test_usm_of_another_device_names_both_devices(queue):
+    # An OpenCL CPU device and the native CPU (or a sub-device and its parent) share a
+    # name: the message tells them apart by backend and partition.
+    parent = queue.get_device()
+    sub = parent.create_sub_devices(sycl.info.partition_property.partition_equally, 1)[-1]
+    others = [d for d in sycl.device.get_devices() if d.backend != parent.backend] + [sub]
+    for other in others:
+        mem = sycl.malloc_device(8, np.int32, sycl.queue(other))
+        with pytest.raises(sycl.exception) as e:
+            queue.parallel_for(8, _increment, mem).wait()
+        assert e.value.code() == sycl.errc.kernel_argument
+        assert repr(other) in str(e.value) and repr(parent) in str(e.value)
+
+
+@sycl.kernel
+def _increment(it: sycl.item[1], x: sycl.global_ptr[np.int32]):
+    x[it] = x[it] + 1
