@@ -265,6 +265,8 @@ class OpenCLDriver(Driver):
     """The ``opencl`` backend's device layer (see the module docstring)."""
 
     name = "opencl"
+    # An nd_range's offset is OpenCL's global work offset (clEnqueueNDRangeKernel).
+    supports_global_offset = True
     # Every queue the runtime makes is an in-order cl.CommandQueue (create_stream's
     # default): a command may follow one issued earlier on it without the host waiting.
     streams_in_order = True
@@ -736,19 +738,22 @@ class OpenCLDriver(Driver):
     def launch(self, stream: Any, program: OpenCLProgram, kernel_name: str,
                global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[KernelArg], local_mem_bytes: int = 0, *,
-               wait_for: Sequence[OpenCLEvent] = ()) -> OpenCLEvent:
+               wait_for: Sequence[OpenCLEvent] = (), offset: Sequence[int] | None = None
+               ) -> OpenCLEvent:
         """Set ``args`` (those that changed since the kernel's last launch) and enqueue.
-        Sizes are in SYCL order (reversed here). ``local_mem_bytes`` is unused: OpenCL
-        local memory comes as ``local`` args."""
+        Sizes and ``offset`` (an nd_range's, as OpenCL's global work offset) are in SYCL
+        order (reversed here). ``local_mem_bytes`` is unused: OpenCL local memory comes
+        as ``local`` args."""
         _fork.check()
         gsize, lsize = _cl_sizes(global_size, local_size)
+        goffset = tuple(int(o) for o in reversed(offset)) if offset else None
         events = [e.event for e in wait_for] or None
         with program.lock:
             state = program.kernel_state(kernel_name, program.prepare)
             self._set_args(state, args, program)
             try:
                 ev = cl.enqueue_nd_range_kernel(stream, state.kernel, gsize, lsize,
-                                                wait_for=events)
+                                                global_work_offset=goffset, wait_for=events)
             except cl.Error as e:
                 raise _launch_error(e, kernel_name, global_size, local_size) from None
         _InFlight.of(stream).launched(ev)
