@@ -31,23 +31,44 @@ class exception(Exception):
     >>> raise exception(errc.invalid, "empty device list")
     """
 
+    _context = None   # the sycl.context of the error, when one was given
+
     def __new__(cls, code: errc = errc.runtime, *args, **kwargs):
         # An allocation failure is also a MemoryError, whichever layer reports it.
-        if cls is exception and code is errc.memory_allocation:
+        if cls is exception and (code is errc.memory_allocation or not isinstance(
+                code, (errc, str)) and args and args[0] is errc.memory_allocation):
             cls = memory_error
         return Exception.__new__(cls, code, *args, **kwargs)
 
-    def __init__(self, code: errc = errc.runtime, message: str = ""):
+    def __init__(self, code: errc = errc.runtime, message: str = "", *rest):
+        context = None
+        if not isinstance(code, (errc, str)):   # exception(context, code, message)
+            context, code, message = code, message, (rest[0] if rest else "")
+            if not isinstance(code, errc):
+                code = errc.runtime
         if isinstance(code, str) and not message:  # exception("msg") form
             code, message = errc.runtime, code
         super().__init__(message)
         self._code = code
+        if context is not None:
+            self._context = context
 
     def code(self) -> errc:
         return self._code
 
     def what(self) -> str:
         return str(self)
+
+    def has_context(self) -> bool:
+        """SYCL 2020 ``exception::has_context()``: whether a context was given."""
+        return self._context is not None
+
+    def get_context(self):
+        """The context the error was made with; ``errc.invalid`` when it has none (SYCL
+        2020 4.13.2)."""
+        if self._context is None:
+            raise exception(errc.invalid, "this sycl.exception has no context")
+        return self._context
 
 
 class overflow_error(exception, OverflowError):

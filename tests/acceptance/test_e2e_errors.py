@@ -327,3 +327,22 @@ _registry.forget_module(__name__)
 def _forget_kernels_defined_in_tests():
     yield
     _registry.forget_module(__name__)
+
+
+def test_exception_context_constructor_and_queries():
+    # SYCL 2020 4.13.2: exception(context, errc, what), has_context(), get_context()
+    # (errc.invalid without one).
+    ctx = sycl.context()
+    e = sycl.exception(ctx, sycl.errc.build, "link failed")
+    assert e.has_context() and e.get_context() is ctx
+    assert e.code() == sycl.errc.build and e.what() == "link failed"
+    m = sycl.exception(ctx, sycl.errc.memory_allocation, "no memory")
+    assert isinstance(m, MemoryError) and m.get_context() is ctx
+    plain = sycl.exception(sycl.errc.invalid, "bad value")
+    assert not plain.has_context()
+    with pytest.raises(sycl.exception) as info:
+        plain.get_context()
+    assert info.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception) as info:
+        sycl.device(lambda d: -1)
+    assert not info.value.has_context() and info.value.code() == sycl.errc.runtime
