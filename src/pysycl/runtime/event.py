@@ -259,6 +259,14 @@ class event:
             return event_command_status.complete
         return event_command_status.running if self._started else event_command_status.submitted
 
+    def get_backend(self):
+        """The backend of the queue that made the event; a default-constructed event's is
+        the default device's (SYCL 2020 4.6.6)."""
+        if self._queue is not None:
+            return self._queue.get_backend()
+        from .device import device   # (a default event has no queue to ask)
+        return device().backend
+
     def get_info(self, descriptor):
         return get_info(self, descriptor)
 

@@ -214,6 +214,14 @@ def test_default_event_is_complete():
     ev = sycl.event()
     ev.wait()
     assert ev.status == sycl.info.event_command_status.complete
+    assert ev.get_backend() == sycl.device().get_backend()
+
+
+def test_event_get_backend_is_its_queues():
+    for dev in sycl.device.get_devices():
+        q = sycl.queue(dev)
+        assert q.host_task(lambda: None).get_backend() == dev.get_backend()
+        assert q.submit_barrier().get_backend() == dev.get_backend()
 
 
 def test_long_dependency_chain_does_not_recurse():
