@@ -153,6 +153,23 @@ class device:
     local_mem_size = property(lambda self: self._desc.local_mem_size)
     target = property(lambda self: self._desc.target)
     description = property(lambda self: self._desc, doc="the backend's DeviceDescription")
+    # SYCL 2020 4.6.4.4 descriptors a backend may report in its description's ``extra``
+    # (OpenCL asks its driver); otherwise what holds for every pysycl device: a 64-bit,
+    # little-endian address space, allocations up to the global memory (as USM checks),
+    # and USM aligned to at least 64 bytes (mem_base_addr_align counts bits).
+    is_available = property(lambda self: True)
+    address_bits = property(lambda self: self._desc.extra.get("address_bits", 64))
+    is_endian_little = property(lambda self: self._desc.extra.get("endian_little", True))
+    max_mem_alloc_size = property(lambda self: self._desc.extra.get(
+        "max_mem_alloc_size", self._desc.global_mem_size))
+    mem_base_addr_align = property(lambda self: self._desc.extra.get(
+        "mem_base_addr_align", 512))
+
+    @property
+    def max_num_sub_groups(self) -> int:
+        """Work-group size over the smallest sub-group size: the most sub-groups a
+        work-group can have."""
+        return self._desc.max_work_group_size // min(self._desc.sub_group_sizes or (1,))
 
     @property
     def aspects(self) -> list[aspect]:

@@ -88,6 +88,12 @@ class _device(enum.Enum):
     partition_type_affinity_domain = "partition_type_affinity_domain"
     parent_device = "parent_device"
     built_in_kernel_ids = "built_in_kernel_ids"
+    is_available = "is_available"
+    address_bits = "address_bits"
+    is_endian_little = "is_endian_little"
+    max_mem_alloc_size = "max_mem_alloc_size"
+    mem_base_addr_align = "mem_base_addr_align"
+    max_num_sub_groups = "max_num_sub_groups"
 
 
 class _platform(enum.Enum):

@@ -54,6 +54,29 @@ def test_aspect_selector_and_callable_scores():
     assert names
 
 
+def test_memory_and_address_descriptors():
+    # SYCL 2020 4.6.4.4: answered on every device, consistent with what it does.
+    import sys
+
+    import numpy as np
+    for dev in sycl.device.get_devices():
+        info = sycl.info.device
+        assert dev.get_info(info.is_available) is True
+        assert dev.get_info(info.address_bits) == 64
+        if dev.is_cpu():
+            assert dev.get_info(info.is_endian_little) == (sys.byteorder == "little")
+        limit = dev.get_info(info.max_mem_alloc_size)
+        assert 0 < limit <= dev.get_info(info.global_mem_size)
+        align_bits = dev.get_info(info.mem_base_addr_align)
+        assert align_bits % 8 == 0 and align_bits >= 64
+        q = sycl.queue(dev)
+        for n in (1, 3, 1000):
+            assert sycl.malloc_device(n, np.int8, q).ptr % (align_bits // 8) == 0
+        groups = dev.get_info(info.max_num_sub_groups)
+        smallest = min(dev.get_info(info.sub_group_sizes))
+        assert groups * smallest <= dev.get_info(info.max_work_group_size) < (groups + 1) * smallest
+
+
 def test_aspect_selector_takes_cpp_aspect_and_deny_lists():
     # aspect_selector(aspect_list, deny_list), as C++ spells it with two vectors.
     dev = sycl.device(sycl.aspect_selector([sycl.aspect.cpu], [sycl.aspect.gpu]))

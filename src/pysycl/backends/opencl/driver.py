@@ -356,7 +356,11 @@ class OpenCLDriver(Driver):
             extra={"platform": platform, "platform_name": platform.name,
                    "platform_vendor": platform.vendor, "platform_version": platform.version,
                    "il_version": il, "opencl_version": dev.version,
-                   "extensions": frozenset(exts), "usm": usm_kind})
+                   "extensions": frozenset(exts), "usm": usm_kind,
+                   "max_mem_alloc_size": dev.max_mem_alloc_size,
+                   "mem_base_addr_align": dev.mem_base_addr_align,
+                   "address_bits": dev.address_bits,
+                   "endian_little": bool(dev.endian_little)})
 
     def _usm_aspects(self, platform, dev, exts, aspects) -> str | None:
         api = self._api
