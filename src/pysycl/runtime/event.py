@@ -107,6 +107,16 @@ def interrupted(cause: BaseException) -> failure:
     return failure(err, delivered=True)
 
 
+def running_host_task():
+    """The event of the host task this thread is running, or None: a host task that
+    waits for itself (its event, or its queue) would wait forever."""
+    return getattr(_tls, "host_task", None)
+
+
+def set_running_host_task(ev) -> None:
+    _tls.host_task = ev
+
+
 def still_matters(ev: event) -> bool:
     """Whether a later command must list ``ev`` as a dependency: it is not complete,
     or it failed and nobody has seen its error yet (the later one must not run)."""
@@ -196,6 +206,9 @@ class event:
 
     def _wait_done(self) -> None:
         """Block until the command completed (never raises its error)."""
+        if running_host_task() is self:
+            raise exception(errc.invalid, "a host task cannot wait for its own event: it "
+                            "completes when the host task returns")
         tok = self._token
         if tok is not None and not self._watched:
             # Started inline and nobody watches it: wait on the backend directly, the

@@ -41,7 +41,8 @@ from ..errors import errc, exception
 from ..properties import runtime as rt_props
 from .context import context as context_cls
 from .device import device as device_cls, select_among
-from .event import STREAM, as_events, error_box, event, new_event, settled, still_matters
+from .event import (STREAM, as_events, error_box, event, new_event, running_host_task,
+                    settled, still_matters)
 from .handler import handler
 from .keepalive import KeepAlive, orphans
 from .info import get_info
@@ -510,6 +511,11 @@ class queue:
     def wait(self) -> None:
         """Block until every command submitted so far completed; then, without an
         ``async_handler``, raise their undelivered errors (see the module doc)."""
+        current = running_host_task()
+        if current is not None and current._queue is self:
+            raise exception(errc.invalid, "queue.wait() in a host task of the same queue "
+                            "would wait for that host task itself; wait for the events "
+                            "it needs instead (or use depends_on)")
         if self._in_order:
             last = self._last
             if last is not None and not last._done:

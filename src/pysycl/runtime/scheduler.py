@@ -30,7 +30,7 @@ import threading
 import time
 
 from .event import (HOST, STREAM, cancelling, complete, dependency_done, event, interrupted,
-                    set_token)
+                    set_running_host_task, set_token)
 
 
 def enqueue(q, ev: event, deps) -> event:
@@ -142,6 +142,7 @@ class _HostPool:
                 self._idle -= 1
                 ev = self._items.popleft()
             err = None
+            set_running_host_task(ev)
             try:
                 ev._run()
             except Exception as e:  # the host task's error: asynchronous, to its queue
@@ -153,6 +154,8 @@ class _HostPool:
                 with self._cond:
                     self._threads -= 1
                 raise
+            finally:
+                set_running_host_task(None)
             complete(ev, err)
             del ev, err   # an idle thread keeps no command (nor its queue) alive
 

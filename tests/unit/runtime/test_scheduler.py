@@ -259,3 +259,31 @@ def test_launches_holding_arrays_are_forgotten_once_finished(queue):
     queue.wait()
     np.testing.assert_array_equal(dst, src * 2)
     assert longest <= 2 * 400 + 256
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_host_task_waiting_for_itself_is_an_error_not_a_hang(in_order):
+    # q.wait() (or its own event's wait) inside a host task of q would wait for that
+    # host task: errc.invalid instead of a deadlock. Other queues can be waited on.
+    q = sycl.queue(in_order=in_order)
+    other = sycl.queue()
+    other_done = other.host_task(lambda: time.sleep(0.01))
+    seen = []
+    own = []
+
+    def task():
+        for what, wait in (("queue", q.wait), ("event", lambda: own[0].wait()),
+                           ("other", other.wait)):
+            try:
+                wait()
+                seen.append((what, "waited"))
+            except sycl.exception as e:
+                seen.append((what, e.code()))
+    own.append(q.host_task(task))
+    finished = threading.Event()
+    threading.Thread(target=lambda: (own[0].wait(), finished.set()), daemon=True).start()
+    assert finished.wait(30), "the host task hung"
+    assert seen == [("queue", sycl.errc.invalid), ("event", sycl.errc.invalid),
+                    ("other", "waited")]
+    assert other_done.status == sycl.info.event_command_status.complete
+    q.wait()
