@@ -134,10 +134,14 @@ class _PropertyNamespace:
 property = _PropertyNamespace()
 
 
-def property_list(props=()) -> properties:
-    """``sycl.property_list([p1, p2])`` (also ``property_list(p1)``): a property list, the
-    same object as ``sycl.properties(p1, p2)``."""
-    return as_properties(list(props) if isinstance(props, (list, tuple)) else props)
+def property_list(*props) -> properties:
+    """``sycl.property_list([p1, p2])`` (also ``property_list(p1, p2)``, as C++'s
+    ``property_list{p1, p2}``): a property list, the same object as
+    ``sycl.properties(p1, p2)``."""
+    if len(props) == 1:
+        props = props[0]
+        return as_properties(list(props) if isinstance(props, (list, tuple)) else props)
+    return as_properties(list(props))
 
 
 def queue_properties(props, in_order_kw: bool, profiling_kw: bool) -> properties:
@@ -169,7 +173,10 @@ def has_named(plist: properties, key) -> bool:
 
 
 def is_property_list(obj) -> bool:
-    """Whether ``obj`` is a property list or a property (as a positional argument)."""
+    """Whether ``obj`` is a property list, a property, or a non-empty list of properties
+    (as a positional argument)."""
+    if isinstance(obj, (list, tuple)):
+        return bool(obj) and all(isinstance(p, property_base) for p in obj)
     return isinstance(obj, (properties, property_base))
 
 

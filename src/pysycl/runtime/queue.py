@@ -103,12 +103,22 @@ class queue:
 
     __reduce__ = not_picklable("queue", "make a new sycl.queue in the other process")
 
-    def __init__(self, dev_or_selector=None, context=None, *, in_order=False,
+    def __init__(self, dev_or_selector=None, context=None, *more, in_order=False,
                  enable_profiling=False, async_handler=None, properties=None,
                  native_stream=None):
-        if isinstance(dev_or_selector, context_cls):  # queue(context, selector)
-            dev_or_selector, context = context, dev_or_selector
-            if dev_or_selector is None:
+        if more or (callable(context) and not isinstance(context, context_cls)) or \
+                isinstance(dev_or_selector, context_cls) or \
+                rt_props.is_property_list(dev_or_selector):
+            dev_or_selector, context, handler, plist = _positional_queue_args(
+                dev_or_selector, context, *more)
+            if handler is not None:
+                if async_handler is not None:
+                    raise exception(errc.invalid, "async_handler given twice")
+                async_handler = handler
+            if plist is not None:
+                properties = rt_props.as_properties(plist).merge(
+                    rt_props.as_properties(properties))
+            if isinstance(context, context_cls) and dev_or_selector is None:
                 dev_or_selector = context.get_devices()[0]
         if isinstance(dev_or_selector, device_cls):
             dev = dev_or_selector
@@ -561,6 +571,32 @@ class queue:
     def __repr__(self):
         return (f"<sycl.queue on {self._device!r}"
                 f"{' in_order' if self._in_order else ''}>")
+
+
+def _positional_queue_args(*args) -> tuple:
+    """``(device or selector, context, async_handler, property list)`` of C++'s
+    positional queue constructors, told apart by type: ``queue(context, device or
+    selector[, async_handler][, property_list])``, ``queue(device or selector[,
+    async_handler][, property_list])``, and pysycl's ``queue(device, context)``. A
+    callable before any device is the selector, one after it the async_handler."""
+    dev = ctx = handler = plist = None
+    for arg in args:
+        if arg is None:
+            continue
+        if isinstance(arg, context_cls) and ctx is None:
+            ctx = arg
+        elif isinstance(arg, device_cls) and dev is None:
+            dev = arg
+        elif rt_props.is_property_list(arg) and plist is None:
+            plist = arg
+        elif callable(arg) and dev is None and handler is None:
+            dev = arg
+        elif callable(arg) and handler is None:
+            handler = arg
+        else:
+            raise exception(errc.invalid, f"sycl.queue: unexpected argument {arg!r} (takes a "
+                            "context, a device or selector, an async_handler and properties)")
+    return dev, ctx, handler, plist
 
 
 def _combined(errors: list) -> BaseException:

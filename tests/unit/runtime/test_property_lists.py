@@ -38,6 +38,35 @@ def test_queue_keyword_and_list_forms_agree(device):
         assert e.value.code() == sycl.errc.invalid
 
 
+def test_queue_positional_forms_of_cpp(device):
+    # C++'s queue(property_list), queue(selector, async_handler, property_list),
+    # queue(device, async_handler, property_list) and queue(context, device or selector,
+    # async_handler, property_list), told apart by type; property_list(p1, p2).
+    seen = []
+    handler = seen.extend
+    ctx = sycl.context(device)
+    in_order = sycl.property_list(P.queue.in_order(), P.queue.enable_profiling())
+    assert len(in_order) == 2
+    queues = [sycl.queue(device, handler, in_order), sycl.queue(ctx, device, handler, in_order),
+              sycl.queue(ctx, lambda d: 1 if d == device else -1, handler, [P.queue.in_order()]),
+              sycl.queue(device, [P.queue.in_order()], async_handler=handler)]
+    for q in queues:
+        assert q.get_device() == device and q.is_in_order() and q._async_handler is handler
+    assert queues[1].get_context() is ctx and queues[2].get_context() is ctx
+    assert sycl.queue(in_order).is_in_order()
+    assert sycl.queue(sycl.default_selector_v, handler)._async_handler is handler
+    failing = queues[0].host_task(lambda: 1 / 0)
+    failing.wait()
+    queues[0].wait_and_throw()
+    assert len(seen) == 1 and isinstance(seen[0], ZeroDivisionError)
+    with pytest.raises(sycl.exception) as e:
+        sycl.queue(device, handler, async_handler=handler)
+    assert e.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception) as e:
+        sycl.queue(device, handler, 42)
+    assert e.value.code() == sycl.errc.invalid and "42" in str(e.value)
+
+
 @pytest.mark.parametrize("bad", [[P.buffer.use_host_ptr()], ["in_order"], [42],
                                  [P.queue.in_order(), P.queue.in_order()]])
 def test_queue_refuses_what_is_not_a_queue_property(device, bad):
