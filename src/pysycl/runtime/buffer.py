@@ -338,6 +338,9 @@ class buffer:
         if rt_props.is_property_list(dtype):      # buffer(array, property_list), as in C++
             dtype, properties = None, rt_props.as_properties(dtype).merge(
                 rt_props.as_properties(properties))
+        elif rt_props.is_property_list(sub_range):    # buffer(shape, dtype, property_list)
+            sub_range, properties = None, rt_props.as_properties(sub_range).merge(
+                rt_props.as_properties(properties))
         self._properties = rt_props.buffer_properties(properties, data)
         if sub_range is not None:
             raise exception(errc.invalid, "sycl.buffer(parent, offset, sub_range) needs a "

@@ -137,6 +137,21 @@ def test_buffer_context_bound(device):
     assert (data == 3.0).all()
 
 
+def test_buffer_of_a_shape_takes_a_positional_property_list(device):
+    # buffer(shape, dtype, property_list), as C++'s buffer(range, property_list).
+    ctx = sycl.context(device)
+    q = sycl.queue(ctx, device)
+    shape = tuple(int(v) for v in np.random.default_rng(3).integers(2, 6, 2))
+    buf = sycl.buffer(shape, np.int32, sycl.property_list(P.buffer.context_bound(ctx)))
+    assert buf.get_property(P.buffer.context_bound).get_context() is ctx
+    q.submit(lambda cgh: cgh.fill(sycl.accessor(buf, cgh, sycl.write_only), np.int32(9))).wait()
+    with sycl.host_accessor(buf, sycl.read_only) as view:
+        assert view.shape == shape and (np.asarray(view) == 9).all()
+    with pytest.raises(sycl.exception) as e:
+        sycl.queue(device).submit(lambda cgh: cgh.fill(sycl.accessor(buf, cgh), np.int32(1)))
+    assert e.value.code() == sycl.errc.invalid
+
+
 def test_context_property_list(device):
     ctx = sycl.context(device, sycl.property_list([]))
     assert not ctx.has_property(P.queue.in_order)
