@@ -314,6 +314,39 @@ def test_values_never_leak_between_command_groups(queue):
         sycl.free(out, queue)
 
 
+@sycl.kernel
+def scaled_sum(it: sycl.item[1], h: sycl.kernel_handler, x: sycl.global_ptr[np.int32],
+               total: sycl.reducer[np.int32]):
+    total += x[it.get_id(0)] * h.get_specialization_constant(scale_id)
+
+
+def test_value_set_after_the_launch_in_the_group_applies(queue, rng):
+    # The launch happens when the command group is complete: a value set after
+    # parallel_for in the same group is the one the kernel reads (the last set wins).
+    n = 32
+    out = sycl.malloc_shared(n, np.int32, queue)
+    x = sycl.malloc_shared(n, np.int32, queue)
+    total = sycl.malloc_shared(1, np.int32, queue)
+    x[:] = rng.integers(-50, 50, n)
+    a, b = (int(v) for v in rng.integers(6, 40, 2))
+
+    def late(cgh):
+        cgh.parallel_for(sycl.range(n), scaled_fill, out)
+        cgh.set_specialization_constant(scale_id, a)
+    queue.submit(late).wait()
+    np.testing.assert_array_equal(out.to_numpy(), np.arange(n) * a)
+
+    def reduction_then_set(cgh):
+        cgh.set_specialization_constant(scale_id, a)
+        cgh.parallel_for(sycl.range(n), sycl.reduction(total, sycl.plus(),
+                         sycl.property.reduction.initialize_to_identity()), scaled_sum, x)
+        cgh.set_specialization_constant(scale_id, b)
+    queue.submit(reduction_then_set).wait()
+    assert total[0] == int(x.to_numpy().sum()) * b
+    queue.parallel_for(sycl.range(n), scaled_fill, out).wait()       # default again
+    np.testing.assert_array_equal(out.to_numpy(), np.arange(n) * 5)
+
+
 # A spec constant as a loop trip count -----------------------------------------------------
 trips_id = sycl.specialization_id(np.int32, 3)
 

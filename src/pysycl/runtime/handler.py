@@ -88,7 +88,7 @@ class handler:
     """Given to a command-group function by ``q.submit(cgf)``."""
 
     __slots__ = ("_queue", "_deps", "_accs", "_kind", "_run", "_spec", "_bundle",
-                 "_image_selector", "_what", "_plan", "_range", "_args")
+                 "_image_selector", "_what", "_plan", "_range", "_args", "_launched")
 
     def __init__(self, q):
         self._queue = q
@@ -103,6 +103,7 @@ class handler:
         self._plan = None     # a kernel launch: its plan, range and arguments
         self._range = None
         self._args = None
+        self._launched = None   # (kernel, args, properties, leading) of the launch
 
     # Bookkeeping -------------------------------------------------------------------------
     def _set_command(self, kind: int, run, what: str) -> None:
@@ -153,12 +154,18 @@ class handler:
         """Record the launch: the kernel's plan is found now (with this group's bundle
         and spec-constant values); the queue enqueues it when the group is complete
         (``LaunchPlan.enqueue``: the range and arguments are checked then)."""
+        plan, placed = self._plan_launch(kernel, args, properties, leading)
+        self._set_command(STREAM, None, f"{what}({plan.name})")
+        self._plan, self._range, self._args = plan, space, placed
+        self._launched = (kernel, args, properties, leading)
+
+    def _plan_launch(self, kernel, args, properties, leading):
+        """(plan, arguments) of a launch with this group's bundle and constant values."""
         spec = self._spec_for_launch(kernel, args) if args else self._spec
         plan = self._queue._plan(kernel, self._bundle, self._image_selector, spec, properties)
         if leading:
             args = reductions.place(plan.launcher.params, args, leading, plan.name)
-        self._set_command(STREAM, None, f"{what}({plan.name})")
-        self._plan, self._range, self._args = plan, space, args
+        return plan, args
 
     # Kernel bundles and specialization constants ----------------------------------------
     # SYCL 2020 4.9.5: values live in this handler only (a new handler per command group,
@@ -195,6 +202,11 @@ class handler:
         if self._spec is None:
             self._spec = {}
         self._spec[spec_id] = raw
+        if self._launched is not None:
+            # Set after the launch in the same command group: the kernel still sees it
+            # (the launch happens when the group is complete, as in C++), so its plan is
+            # found again with the new values.
+            self._plan, self._args = self._plan_launch(*self._launched)
 
     def get_specialization_constant(self, spec_id):
         """The value set in this group, else the default (a NumPy value of the dtype)."""
