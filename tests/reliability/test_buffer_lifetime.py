@@ -127,3 +127,46 @@ def test_a_buffer_collected_while_its_thread_holds_buffer_locks(device, tmp_path
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "OK locks True" in proc.stdout
+
+
+def test_failed_command_the_buffer_writes_back_and_the_error_is_kept(device):
+    """A host task writes into the buffer, then fails. Closing the buffer (end of its
+    with block) still writes back and raises the error; a buffer dropped without a
+    close leaves the error to its queue (a destructor cannot raise), so q.wait() raises
+    it instead of the error being swallowed as 'Exception ignored in __del__'."""
+    import gc
+
+    import numpy as np
+
+    import pysycl as sycl
+    q = sycl.queue(device)
+    rng = np.random.default_rng(17)
+
+    def failing_write(buf, value):
+        def cgf(cgh):
+            acc = sycl.accessor(buf, cgh, sycl.read_write)
+
+            def task():
+                acc[0] = value
+                raise ValueError("after the write")
+            cgh.host_task(task)
+        q.submit(cgf)
+
+    big = rng.random(16)
+    view = big[::2]                          # strided: written back from a copy at close
+    value = float(rng.random())
+    with pytest.raises(ValueError):
+        with sycl.buffer(view) as buf:
+            failing_write(buf, value)
+    assert view[0] == value                  # written back although the command failed
+    q.wait()                                 # that error was delivered once, above
+
+    other = rng.random(8)
+    kept = other.copy()
+    buf = sycl.buffer(other)
+    failing_write(buf, value)
+    del buf
+    gc.collect()
+    assert other[0] == value and np.array_equal(other[1:], kept[1:])
+    with pytest.raises(ValueError):
+        q.wait()

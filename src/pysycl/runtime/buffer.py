@@ -163,7 +163,9 @@ class _Memory:
                 readers.append(ev)
         return deps
 
-    def _wait_all(self) -> None:
+    def _wait_all(self, raise_errors: bool = True) -> None:
+        """Wait for every use; then raise a failed one's error nobody has seen yet
+        (``raise_errors=False`` leaves it to its queue: ``wait()`` or the handler)."""
         with _access_lock:
             pending = list(self._readers)
             if self._last_write is not None:
@@ -171,8 +173,9 @@ class _Memory:
         for e in pending:   # every use ends before a failed one's error is raised
             if not e._done:
                 e._wait_done()
-        for e in pending:
-            e._raise_unseen()
+        if raise_errors:
+            for e in pending:
+                e._raise_unseen()
 
     # Data movement ---------------------------------------------------------------------
     def _memory_for(self, dev, ctx):
@@ -219,12 +222,18 @@ class _Memory:
         if write:
             self._valid = {"host"}
 
-    def close(self) -> None:
+    def close(self, raise_errors: bool = True) -> None:
         """Wait for every use, write the contents back to the user's array, free the
-        device copies."""
+        device copies; then raise the error of a use that failed (unless
+        ``raise_errors`` is False: the buffer's destructor leaves it to the queue). The
+        write-back happens either way, as C++'s buffer destructor does it."""
         if self._closed:
             return
-        self._wait_all()
+        error = None
+        try:
+            self._wait_all(raise_errors)
+        except Exception as e:   # a failed command's error: raised after the write-back
+            error = e
         self._make_host_valid()
         if self._user is not None:
             with rt_props.host_lock(self._properties):
@@ -233,6 +242,8 @@ class _Memory:
             driver.free(mem)
         self._device_mem.clear()
         self._closed = True
+        if error is not None:
+            raise error
 
 
 # Buffers alive at interpreter exit are closed (waited for and written back) while the
@@ -442,7 +453,8 @@ class buffer:
         # shuts down (the atexit hook closed what was open then).
         mem = self.__dict__.get("_mem")
         if mem is not None and self._parent is None and not sys.is_finalizing():
-            mem.close()
+            # A destructor cannot raise: a failed command's error stays with its queue.
+            mem.close(raise_errors=False)
 
     def __enter__(self) -> "buffer":
         return self
