@@ -35,12 +35,14 @@ class platform:
 
     __slots__ = ("_key", "_descs", "name", "vendor", "version", "backend")
 
-    def __init__(self, *_args):
-        if _args:
-            raise exception(errc.invalid, "use sycl.platform.get_platforms()")
-        default = device().get_platform()
+    def __init__(self, selector=None):
+        """``sycl.platform()``: the default device's platform; ``sycl.platform(selector)``
+        the platform of the device the selector chooses (SYCL 2020 4.6.2), and
+        ``sycl.platform(dev)`` that device's."""
+        chosen = selector if isinstance(selector, device) else device(selector)
+        of = chosen.get_platform()
         for attr in platform.__slots__:
-            setattr(self, attr, getattr(default, attr))
+            setattr(self, attr, getattr(of, attr))
 
     @classmethod
     def _make(cls, key, descs: list[DeviceDescription]) -> "platform":

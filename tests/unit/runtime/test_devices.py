@@ -54,6 +54,19 @@ def test_aspect_selector_and_callable_scores():
     assert names
 
 
+def test_platform_of_a_selector_or_device():
+    # SYCL 2020 4.6.2: platform(selector) is the platform of the device it chooses.
+    assert sycl.platform() == sycl.device().get_platform()
+    for dev in sycl.device.get_devices():
+        p = sycl.platform(lambda d, dev=dev: 1 if d == dev else -1)
+        assert p == dev.get_platform() and dev in p.get_devices()
+        assert sycl.platform(dev) == p
+    assert sycl.platform(sycl.cpu_selector_v).get_devices(sycl.info.device_type.cpu)
+    with pytest.raises(sycl.exception) as e:
+        sycl.platform(lambda d: -1)
+    assert e.value.code() == sycl.errc.runtime
+
+
 def test_memory_and_address_descriptors():
     # SYCL 2020 4.6.4.4: answered on every device, consistent with what it does.
     import sys
