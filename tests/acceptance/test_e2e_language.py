@@ -508,6 +508,26 @@ def vecs(it: sycl.item[1], a: sycl.global_ptr[v4], b: sycl.global_ptr[v4],
     s[i] = t
 
 
+@sycl.kernel
+def vec_swizzle_calls(it: sycl.item[1], a: sycl.global_ptr[v4], out: sycl.global_ptr[v4]):
+    i = it.get_id(0)
+    x = a[i]
+    out[i] = x.wzyx() + sycl.vec(np.float32, 4)(x.x(), x.g(), x.s2(), x.w()) * np.float32(10)
+
+
+def test_vec_elements_and_swizzles_called_as_in_cpp(queue, rng):
+    # C++ writes v.x() and, with simple swizzles, v.wzyx(): the call forms of the
+    # attributes v.x, v.wzyx.
+    n = 24
+    a = rng.standard_normal((n, 4)).astype(np.float32)
+    src = sycl.malloc_shared(n, v4, queue)
+    out = sycl.malloc_shared(n, v4, queue)
+    np.asarray(src).view(np.float32).reshape(n, 4)[...] = a
+    queue.parallel_for(n, vec_swizzle_calls, src, out).wait()
+    got = np.asarray(out).view(np.float32).reshape(n, 4)
+    np.testing.assert_allclose(got, a[:, ::-1] + a * np.float32(10), rtol=1e-6)
+
+
 def test_vec_elementwise_and_indexing(queue, rng):
     n = 50
     a = rng.standard_normal((n, 4)).astype(np.float32)

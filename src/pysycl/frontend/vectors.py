@@ -140,7 +140,8 @@ class VecRules:
             self.error(node, f"vec.{name}() takes positional arguments only")
         if name in ("size", "byte_size") and not args:
             return self.const(vt.n if name == "size" else vt.size, T.I64, node)
-        if name in _HALVES and not args:
+        if (name in _HALVES or swizzle_indices(name, vt.n) is not None) and not args:
+            # C++ spells element access and swizzles as calls: v.x(), v.wzyx()
             return self.vec_attribute(v, name, node)
         if name == "swizzle" and args:
             idx = [self.compile_time_value(a) for a in args]
@@ -153,8 +154,8 @@ class VecRules:
         if name == "as_" and len(args) == 1:
             return self._reinterpret(v, args[0], node)
         self.error(node.func, f"'{name}' is not a method of a {vt} value",
-                   "vec methods: size(), byte_size(), lo(), hi(), even(), odd(), "
-                   "swizzle(i, ...), convert(dtype), as_(vec_type)")
+                   "vec methods: size(), byte_size(), lo(), hi(), even(), odd(), x() and "
+                   "the other swizzles, swizzle(i, ...), convert(dtype), as_(vec_type)")
 
     def _element_type(self, arg, node) -> T.ScalarType:
         value = self.compile_time_value(arg)
