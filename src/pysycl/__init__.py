@@ -262,7 +262,9 @@ def _is_selector(obj) -> bool:
     if obj is None or isinstance(obj, device):
         return True
     if not _inspect.isfunction(obj):
-        return callable(obj)  # selector objects, functools.partial, ...
+        # selector objects, functools.partial, ...; what is not callable at all (an int,
+        # a string) is no function to decorate: the device lookup names the mistake.
+        return True
     if getattr(obj, "__module__", "") == "pysycl.runtime.selectors" or hasattr(obj, "aspects"):
         return True
     decorated = _decorated_as_device(obj)

@@ -44,6 +44,15 @@ def test_selector_with_no_device_is_errc_runtime():
     assert e.value.code() == sycl.errc.runtime
 
 
+@pytest.mark.parametrize("bad", [3, "gpu", 2.5])
+def test_device_of_what_is_no_selector_is_errc_invalid(bad):
+    # Not a selector, a device nor a function to decorate: the error says what sycl.device
+    # takes (it said "@sycl.device needs a Python function").
+    with pytest.raises(sycl.exception) as e:
+        sycl.device(bad)
+    assert e.value.code() == sycl.errc.invalid and "selector" in str(e.value)
+
+
 def test_aspect_selector_and_callable_scores():
     assert sycl.device(sycl.aspect_selector(sycl.aspect.fp64)).has(sycl.aspect.fp64)
     with pytest.raises(sycl.exception):
