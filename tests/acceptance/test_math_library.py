@@ -416,6 +416,9 @@ def _compile(body: str, folder):
     ("o[i] = math.ldexp(x, x)", "ldexp's exponent is an integer, not vec<f32,4>"),
     ("o[i] = math.ldexp(np.float32(1), k)", "the exponent is a vec<i32,4> but x is a scalar"),
     ("o[i] = math.ldexp(x, k3)", "ldexp(): vec arguments of different lengths"),
+    ("o[i] = sycl.math.dot(x, y)", "dot(): vec arguments of different lengths"),
+    ("o[i] = sycl.math.length(k)", "length() takes float vecs, not vec<i32,4>"),
+    ("o[i] = sycl.math.cross(x, np.float32(1))", "cross() of a vec<f32,4> takes a vec<f32,4>"),
 ])
 def test_misused_math_is_a_compile_error_naming_the_line(body, message, tmp_path):
     with pytest.raises(sycl.compile_error, match=re.escape(message)) as info:
@@ -450,3 +453,67 @@ def test_math_compiles_to_ptx_without_a_gpu(kernel):
                       cpu="sm_90", libdevice=libdevice)
     assert ".entry" in ptx
     assert ".extern .func" not in ptx and "__nv_" not in ptx
+
+
+_v4 = sycl.vec(np.float32, 4)
+_v3 = sycl.vec(np.float64, 3)
+
+
+@sycl.kernel
+def geometric(it: sycl.item[1], a: sycl.global_ptr[_v4], b: sycl.global_ptr[_v4],
+              c: sycl.global_ptr[_v3], d: sycl.global_ptr[_v3], out: sycl.global_ptr[np.float64],
+              cross4: sycl.global_ptr[_v4], cross3: sycl.global_ptr[_v3],
+              unit: sycl.global_ptr[_v4]):
+    i = it.get_id(0)
+    x = a[i]
+    y = b[i]
+    out[i * 6 + 0] = sycl.math.dot(x, y)
+    out[i * 6 + 1] = sycl.math.length(x)
+    out[i * 6 + 2] = sycl.math.distance(x, y)
+    out[i * 6 + 3] = sycl.math.dot(c[i], d[i])
+    out[i * 6 + 4] = sycl.math.fast_length(c[i])
+    out[i * 6 + 5] = sycl.math.length(np.float64(c[i][0]))
+    cross4[i] = sycl.math.cross(x, y)
+    cross3[i] = sycl.math.cross(c[i], d[i])
+    unit[i] = sycl.math.normalize(x)
+
+
+def test_geometric_functions_match_numpy(queue):
+    """SYCL 2020 4.17.8: dot, cross, length, distance, normalize (and fast_*) on float
+    vecs of 3 and 4 elements and on scalars; a zero vec normalizes to zero."""
+    rng = np.random.default_rng(48)
+    n = 24
+    a = rng.standard_normal((n, 4)).astype(np.float32)
+    a[0] = 0
+    b = rng.standard_normal((n, 4)).astype(np.float32)
+    c, d = rng.standard_normal((n, 3)), rng.standard_normal((n, 3))
+
+    def shared(values, vt, width):
+        mem = sycl.malloc_shared(n, vt, queue)
+        np.asarray(mem).view(values.dtype).reshape(n, width)[:, :values.shape[1]] = values
+        return mem
+    args = [shared(a, _v4, 4), shared(b, _v4, 4), shared(c, _v3, 4), shared(d, _v3, 4)]
+    out = sycl.malloc_shared(n * 6, np.float64, queue)
+    cross4, cross3, unit = (sycl.malloc_shared(n, t, queue) for t in (_v4, _v3, _v4))
+    queue.parallel_for(n, geometric, *args, out, cross4, cross3, unit).wait()
+    got = out.to_numpy().reshape(n, 6)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(got[:, 0], (a64 * b64).sum(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 1], np.linalg.norm(a64, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(got[:, 2], np.linalg.norm(a64 - b64, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(got[:, 3], (c * d).sum(1), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got[:, 4], np.linalg.norm(c, axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(got[:, 5], np.abs(c[:, 0]))
+    c4 = np.asarray(cross4).view(np.float32).reshape(n, 4)
+    np.testing.assert_allclose(c4[:, :3], np.cross(a[:, :3], b[:, :3]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(c4[:, 3], 0)
+    c3 = np.asarray(cross3).view(np.float64).reshape(n, 4)[:, :3]
+    np.testing.assert_allclose(c3, np.cross(c, d), rtol=1e-12, atol=1e-15)
+    u = np.asarray(unit).view(np.float32).reshape(n, 4)
+    np.testing.assert_allclose(u[1:], a[1:] / np.linalg.norm(a[1:], axis=1, keepdims=True),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(u[0], 0)
+    # The host forms (@sycl.device helpers run in Python) agree.
+    assert sycl.math.dot(c[1], d[1]) == pytest.approx((c[1] * d[1]).sum())
+    np.testing.assert_allclose(sycl.math.cross(c[1], d[1]), np.cross(c[1], d[1]))
+    np.testing.assert_allclose(sycl.math.normalize(c[1]), c[1] / np.linalg.norm(c[1]))

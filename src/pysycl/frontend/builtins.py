@@ -333,6 +333,100 @@ def _fract(lw, node):
     return TupleVal((_select(lw, _math_op(lw, "isinf", [x], node), zero, part, node), floor))
 
 
+# Geometric functions (SYCL 2020 4.17.8) --------------------------------------------------
+def _geometric_operands(lw, node, name: str, nargs: int) -> list:
+    """The arguments as one float type: a float scalar, or a float vec of 2 to 4
+    elements (3 or 4 for cross)."""
+    vals = _math_operands(lw, node, name, nargs)
+    t = vals[0].type
+    sizes = (3, 4) if name == "cross" else (2, 3, 4)
+    if isinstance(t, T.VecType) and t.n not in sizes or \
+            name == "cross" and not isinstance(t, T.VecType):
+        lw.error(node, f"{name}() takes float vecs of {' or '.join(map(str, sizes))} elements"
+                 + ("" if name == "cross" else " or float scalars") + f", not {t}")
+    return vals
+
+
+def _elements(lw, v, node) -> list:
+    if not isinstance(v.type, T.VecType):
+        return [v]
+    return [lw.value("vec.get", [v, lw.const(i, T.I64, node)], v.type.elem, node=node)
+            for i in range(v.type.n)]
+
+
+def _dot(lw, a, b, node):
+    elem = scalar_of(a.type)
+    total = None
+    for x, y in zip(_elements(lw, a, node), _elements(lw, b, node)):
+        term = lw.value("mul", [x, y], elem, node=node)
+        total = term if total is None else lw.value("add", [total, term], elem, node=node)
+    return total
+
+
+def _length(lw, p, node):
+    if not isinstance(p.type, T.VecType):
+        return _math_op(lw, "fabs", [p], node)
+    return _math_op(lw, "sqrt", [_dot(lw, p, p, node)], node)
+
+
+def _normalize(lw, p, node):
+    """``p / length(p)``; a zero vec (or 0.0) stays as it is rather than becoming NaN."""
+    n = _length(lw, p, node)
+    zero = lw.const(0.0, n.type, node)
+    safe = _select(lw, _cmp(lw, "eq", n, zero, node), lw.const(1.0, n.type, node), n, node)
+    if isinstance(p.type, T.VecType):
+        safe = lw.value("vec.make", [safe] * p.type.n, p.type, node=node)
+    return lw.value("div", [p, safe], p.type, node=node)
+
+
+def _cross(lw, a, b, node):
+    elem = scalar_of(a.type)
+    x, y = _elements(lw, a, node), _elements(lw, b, node)
+
+    def term(i, j):   # x[i] * y[j] - x[j] * y[i]
+        return lw.value("sub", [lw.value("mul", [x[i], y[j]], elem, node=node),
+                                lw.value("mul", [x[j], y[i]], elem, node=node)], elem, node=node)
+    items = [term(1, 2), term(2, 0), term(0, 1)]
+    if a.type.n == 4:
+        items.append(lw.const(0.0, elem, node))
+    return lw.value("vec.make", items, a.type, node=node)
+
+
+def _geometric_rule(name: str):
+    nargs = 2 if name in ("dot", "cross", "distance", "fast_distance") else 1
+    base = name.removeprefix("fast_")
+
+    def lower(lw, node):
+        vals = _geometric_operands(lw, node, name, nargs)
+        if base == "dot":
+            return _dot(lw, *vals, node)
+        if base == "cross":
+            return _cross(lw, *vals, node)
+        if base == "length":
+            return _length(lw, vals[0], node)
+        if base == "distance":
+            diff = lw.value("sub", vals, vals[0].type, node=node)
+            return _length(lw, diff, node)
+        return _normalize(lw, vals[0], node)
+    return lower
+
+
+_GEOMETRIC_DOCS = {
+    "dot": "dot(p0, p1): the sum of the element products of two float vecs (of scalars, "
+           "their product)",
+    "cross": "cross(p0, p1): the cross product of two float vecs of 3 or 4 elements (the "
+             "4th element of the result is 0)",
+    "length": "length(p): sqrt(dot(p, p)) (of a scalar, its magnitude)",
+    "distance": "distance(p0, p1): length(p0 - p1)",
+    "normalize": "normalize(p): p / length(p); a zero vec stays zero",
+}
+for _name in sycl_math.GEOMETRIC:
+    _base = _name.removeprefix("fast_")
+    add_builtin(f"math.{_name}", [getattr(sycl_math, _name)],
+                _GEOMETRIC_DOCS[_base] + (f" (as {_base})" if _name != _base else ""))(
+        _geometric_rule(_name))
+
+
 def _relaxed_rules(space: str, ns) -> None:
     """``sycl.math.native.*`` / ``half_precision.*``: the full-accuracy ops (``cos``,
     ``powr``... are the sycl.math functions themselves; recip, divide and exp10 are

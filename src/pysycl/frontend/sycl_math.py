@@ -20,7 +20,11 @@ from ..ir.ops import MATH_FUNCTIONS
 EXTRA = ("ldexp", "degrees", "radians", "sign", "modf", "sincos", "fract", "frexp",
          "lgamma_r", "remquo", "signbit")
 COMPLEX_EXTRA = ("conj", "real", "imag", "arg", "norm", "polar", "proj")
-__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, "native", "half_precision"])
+# SYCL 2020 4.17.8 geometric functions, on float scalars and vecs of 2 to 4 elements.
+GEOMETRIC = ("dot", "cross", "length", "distance", "normalize", "fast_length",
+             "fast_distance", "fast_normalize")
+__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, *GEOMETRIC, "native",
+                  "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
 # None: NumPy's function of that name means something else (np.remainder is the floored
@@ -204,6 +208,62 @@ def proj(z):
     out.imag[infinite] = np.copysign(0.0, out.imag[infinite])
     out.real[infinite] = np.inf
     return out[()] if out.ndim == 0 else out
+
+
+def _vector(p) -> np.ndarray:
+    """A vec (a NumPy array of its elements, or a vec dtype's structured value) or a
+    scalar, as a 1-D array of its elements."""
+    arr = np.asarray(p)
+    if arr.dtype.names or arr.dtype.subdtype is not None:
+        arr = arr.view(arr.dtype.base if arr.dtype.subdtype else arr.dtype[0])
+    return np.atleast_1d(arr)
+
+
+def dot(p0, p1):
+    """sycl.math.dot: the sum of the element products of two float vecs (of scalars,
+    their product)."""
+    return np.sum(_vector(p0) * _vector(p1))
+
+
+def cross(p0, p1):
+    """sycl.math.cross: the cross product of two 3- or 4-element vecs (the 4th element of
+    the result is 0)."""
+    a, b = _vector(p0), _vector(p1)
+    out = np.zeros_like(a * b)
+    out[:3] = np.cross(a[:3], b[:3])
+    return out
+
+
+def length(p):
+    """sycl.math.length: ``sqrt(dot(p, p))``."""
+    return np.sqrt(dot(p, p))
+
+
+def distance(p0, p1):
+    """sycl.math.distance: ``length(p0 - p1)``."""
+    return length(_vector(p0) - _vector(p1))
+
+
+def normalize(p):
+    """sycl.math.normalize: ``p / length(p)``; a zero vec stays zero."""
+    v = _vector(p)
+    n = length(v)
+    return v / n if n else v
+
+
+def fast_length(p):
+    """sycl.math.fast_length: ``length(p)`` (here as accurate)."""
+    return length(p)
+
+
+def fast_distance(p0, p1):
+    """sycl.math.fast_distance: ``distance(p0, p1)`` (here as accurate)."""
+    return distance(p0, p1)
+
+
+def fast_normalize(p):
+    """sycl.math.fast_normalize: ``normalize(p)`` (here as accurate)."""
+    return normalize(p)
 
 
 class _Relaxed:
