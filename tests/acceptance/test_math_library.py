@@ -517,3 +517,53 @@ def test_geometric_functions_match_numpy(queue):
     assert sycl.math.dot(c[1], d[1]) == pytest.approx((c[1] * d[1]).sum())
     np.testing.assert_allclose(sycl.math.cross(c[1], d[1]), np.cross(c[1], d[1]))
     np.testing.assert_allclose(sycl.math.normalize(c[1]), c[1] / np.linalg.norm(c[1]))
+
+
+@sycl.kernel
+def common_functions(it: sycl.item[1], x: sycl.global_ptr[np.float32],
+                     k: sycl.global_ptr[np.int32], out: sycl.global_ptr[np.float32],
+                     out_int: sycl.global_ptr[np.int32], v: sycl.global_ptr[_v4],
+                     out_vec: sycl.global_ptr[_v4]):
+    i = it.get_id(0)
+    a = x[i]
+    out[i * 5 + 0] = sycl.math.clamp(a, np.float32(-0.5), np.float32(0.5))
+    out[i * 5 + 1] = sycl.math.mix(a, np.float32(2), np.float32(0.25))
+    out[i * 5 + 2] = sycl.math.step(np.float32(0.1), a)
+    out[i * 5 + 3] = sycl.math.smoothstep(np.float32(-1), np.float32(1), a)
+    out[i * 5 + 4] = np.clip(a, -0.25, 0.25)
+    out_int[i] = sycl.math.clamp(k[i], -3, 3)
+    w = v[i]
+    out_vec[i] = (sycl.math.step(np.float32(0), w) * np.float32(10) +
+                  sycl.math.smoothstep(np.float32(-1), np.float32(1), w))
+
+
+def test_common_functions_match_numpy(queue):
+    """SYCL 2020 4.17.7: clamp (also np.clip, and on integers), mix, step, smoothstep,
+    with scalar edges beside a vec."""
+    rng = np.random.default_rng(50)
+    n = 40
+    xs = (rng.standard_normal(n) * 2).astype(np.float32)
+    xs[:3] = [0.1, -1.0, 1.0]                          # on the edges
+    ks = rng.integers(-10, 10, n).astype(np.int32)
+    vs = (rng.standard_normal((n, 4)) * 2).astype(np.float32)
+    x, k = sycl.malloc_shared(n, np.float32, queue), sycl.malloc_shared(n, np.int32, queue)
+    x[:], k[:] = xs, ks
+    v = sycl.malloc_shared(n, _v4, queue)
+    np.asarray(v).view(np.float32).reshape(n, 4)[:] = vs
+    out = sycl.malloc_shared(n * 5, np.float32, queue)
+    out_int = sycl.malloc_shared(n, np.int32, queue)
+    out_vec = sycl.malloc_shared(n, _v4, queue)
+    queue.parallel_for(n, common_functions, x, k, out, out_int, v, out_vec).wait()
+    got = out.to_numpy().reshape(n, 5)
+
+    def smooth(e0, e1, t):
+        t = np.clip((t - e0) / (e1 - e0), 0, 1)
+        return t * t * (3 - 2 * t)
+    np.testing.assert_array_equal(got[:, 0], np.clip(xs, -0.5, 0.5))
+    np.testing.assert_allclose(got[:, 1], xs + (2 - xs) * np.float32(0.25), rtol=1e-6)
+    np.testing.assert_array_equal(got[:, 2], (xs >= np.float32(0.1)).astype(np.float32))
+    np.testing.assert_allclose(got[:, 3], smooth(-1, 1, xs), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(got[:, 4], np.clip(xs, -0.25, 0.25))
+    np.testing.assert_array_equal(out_int.to_numpy(), np.clip(ks, -3, 3))
+    np.testing.assert_allclose(np.asarray(out_vec).view(np.float32).reshape(n, 4),
+                               (vs >= 0) * 10 + smooth(-1, 1, vs), rtol=1e-6, atol=1e-6)

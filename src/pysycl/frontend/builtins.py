@@ -113,7 +113,8 @@ _weak = promo_type
 # Math --------------------------------------------------------------------------------
 # Functions where SYCL 2020 takes a scalar beside a vec (``fmin(genfloat x, sgenfloat y)``):
 # the argument positions that may be scalars.
-_SCALAR_BESIDE_VEC = {"fmin": (1,), "fmax": (1,)}
+_SCALAR_BESIDE_VEC = {"fmin": (1,), "fmax": (1,), "mix": (2,), "step": (0,),
+                      "smoothstep": (0, 1)}
 
 
 def _math_operands(lw, node, name: str, nargs, ints: bool = True, args=None) -> list:
@@ -425,6 +426,48 @@ for _name in sycl_math.GEOMETRIC:
     add_builtin(f"math.{_name}", [getattr(sycl_math, _name)],
                 _GEOMETRIC_DOCS[_base] + (f" (as {_base})" if _name != _base else ""))(
         _geometric_rule(_name))
+
+
+# Common functions (SYCL 2020 4.17.7) ------------------------------------------------------
+@add_builtin("math.clamp", [sycl_math.clamp, np.clip])
+def _clamp(lw, node):
+    """clamp(x, minval, maxval) / np.clip: min(max(x, minval), maxval) with NumPy
+    promotion (integers stay integers; a vec with scalar bounds)."""
+    x, lo, hi = [lw.operand(a, node) for a in _args(lw, node, 3, "clamp", weak=True)]
+    return lw.binop("min", lw.binop("max", x, lo, node), hi, node)
+
+
+@add_builtin("math.mix", [sycl_math.mix])
+def _mix(lw, node):
+    """mix(x, y, a): x + (y - x) * a, in float (a may be a scalar beside vecs)."""
+    x, y, a = _math_operands(lw, node, "mix", 3)
+    diff = lw.value("sub", [y, x], x.type, node=node)
+    return lw.value("add", [x, lw.value("mul", [diff, a], x.type, node=node)], x.type,
+                    node=node)
+
+
+@add_builtin("math.step", [sycl_math.step])
+def _step(lw, node):
+    """step(edge, x): 0.0 where x < edge, else 1.0 (edge may be a scalar beside a vec)."""
+    edge, x = _math_operands(lw, node, "step", 2)
+    return _select(lw, _cmp(lw, "lt", x, edge, node), lw.const(0.0, x.type, node),
+                   lw.const(1.0, x.type, node), node)
+
+
+@add_builtin("math.smoothstep", [sycl_math.smoothstep])
+def _smoothstep(lw, node):
+    """smoothstep(edge0, edge1, x): t * t * (3 - 2 t), t = clamp((x - edge0) / (edge1 -
+    edge0), 0, 1) (the edges may be scalars beside a vec)."""
+    e0, e1, x = _math_operands(lw, node, "smoothstep", 3)
+    t_type = x.type
+
+    def op(name, *args):
+        return lw.value(name, list(args), t_type, node=node)
+    t = op("div", op("sub", x, e0), op("sub", e1, e0))
+    t = _math_op(lw, "fmin", [_math_op(lw, "fmax", [t, lw.const(0.0, t_type, node)], node),
+                              lw.const(1.0, t_type, node)], node)
+    three_less = op("sub", lw.const(3.0, t_type, node), op("mul", lw.const(2.0, t_type, node), t))
+    return op("mul", op("mul", t, t), three_less)
 
 
 def _relaxed_rules(space: str, ns) -> None:

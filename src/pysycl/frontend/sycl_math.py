@@ -23,7 +23,9 @@ COMPLEX_EXTRA = ("conj", "real", "imag", "arg", "norm", "polar", "proj")
 # SYCL 2020 4.17.8 geometric functions, on float scalars and vecs of 2 to 4 elements.
 GEOMETRIC = ("dot", "cross", "length", "distance", "normalize", "fast_length",
              "fast_distance", "fast_normalize")
-__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, *GEOMETRIC, "native",
+# SYCL 2020 4.17.7 common functions beyond the IR's (degrees, radians, sign are above).
+COMMON = ("clamp", "mix", "step", "smoothstep")
+__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, *GEOMETRIC, *COMMON, "native",
                   "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
@@ -208,6 +210,29 @@ def proj(z):
     out.imag[infinite] = np.copysign(0.0, out.imag[infinite])
     out.real[infinite] = np.inf
     return out[()] if out.ndim == 0 else out
+
+
+def clamp(x, minval, maxval):
+    """sycl.math.clamp: ``min(max(x, minval), maxval)``, as ``np.clip``."""
+    return np.minimum(np.maximum(x, minval), maxval)
+
+
+def mix(x, y, a):
+    """sycl.math.mix: ``x + (y - x) * a``."""
+    return x + (y - x) * a
+
+
+def step(edge, x):
+    """sycl.math.step: 0.0 where ``x < edge``, else 1.0."""
+    return np.where(np.asarray(x) < edge, 0.0, 1.0).astype(np.result_type(edge, x))[()]
+
+
+def smoothstep(edge0, edge1, x):
+    """sycl.math.smoothstep: Hermite interpolation, 0 at or below ``edge0``, 1 at or
+    above ``edge1``: ``t * t * (3 - 2 * t)`` with ``t = clamp((x - edge0) / (edge1 -
+    edge0), 0, 1)``."""
+    t = np.clip((x - edge0) / (edge1 - edge0), 0, 1)
+    return t * t * (3 - 2 * t)
 
 
 def _vector(p) -> np.ndarray:
