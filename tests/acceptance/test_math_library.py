@@ -567,3 +567,100 @@ def test_common_functions_match_numpy(queue):
     np.testing.assert_array_equal(out_int.to_numpy(), np.clip(ks, -3, 3))
     np.testing.assert_allclose(np.asarray(out_vec).view(np.float32).reshape(n, 4),
                                (vs >= 0) * 10 + smooth(-1, 1, vs), rtol=1e-6, atol=1e-6)
+
+
+_INTEGER_FUNCTIONS = ("popcount(a)", "clz(a)", "ctz(a)", "abs_diff(a, b)", "add_sat(a, b)",
+                      "sub_sat(a, b)", "hadd(a, b)", "rhadd(a, b)", "rotate(a, b)",
+                      "mul_hi(a, b)", "mad_hi(a, b, c)")
+
+
+def _integer_kernel(dtype: str):
+    body = "\n".join(f"    o[i * {len(_INTEGER_FUNCTIONS)} + {k}] = sycl.math.{call}"
+                     for k, call in enumerate(_INTEGER_FUNCTIONS))
+    return sycl.kernel(name=f"integer_functions_{dtype}", source=(
+        f"def integer_functions(it: sycl.item[1], x: sycl.global_ptr[np.{dtype}],\n"
+        f"                      y: sycl.global_ptr[np.{dtype}], z: sycl.global_ptr[np.{dtype}],\n"
+        f"                      o: sycl.global_ptr[np.{dtype}]):\n"
+        "    i = it.get_id(0)\n    a = x[i]\n    b = y[i]\n    c = z[i]\n" + body + "\n"))
+
+
+def _integer_reference(call: str, x: int, y: int, z: int, bits: int, signed: bool) -> int:
+    """The function on Python ints (exact), wrapped into the type."""
+    u = x & ((1 << bits) - 1)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    k = y % bits
+    value = {
+        "popcount": bin(u).count("1"), "clz": bits - u.bit_length(),
+        "ctz": (u & -u).bit_length() - 1 if u else bits, "abs_diff": abs(x - y),
+        "add_sat": min(max(x + y, lo), hi), "sub_sat": min(max(x - y, lo), hi),
+        "hadd": (x + y) >> 1, "rhadd": (x + y + 1) >> 1,
+        "rotate": (u << k | u >> (bits - k)) if k else u,
+        "mul_hi": (x * y) >> bits, "mad_hi": ((x * y) >> bits) + z}[call.split("(")[0]]
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if signed and value >> (bits - 1) else value
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                   "int64", "uint64"])
+def test_integer_functions_match_exact_arithmetic(queue, dtype):
+    """SYCL 2020 4.17.6 integer functions on every integer type, with the extremes,
+    zero and shift counts at and past the width among random values."""
+    rng = np.random.default_rng(51)
+    dt = np.dtype(dtype)
+    info = np.iinfo(dt)
+    n = 48
+    bits = dt.itemsize * 8
+    values = []
+    for _ in range(3):
+        v = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        v[:6] = [0, 1, info.max, info.min, info.max - 1, 2]
+        values.append(v)
+    values[1][6:9] = [0, bits, bits + 1]
+    mems = [sycl.malloc_shared(n, dt, queue) for _ in range(3)]
+    for mem, v in zip(mems, values):
+        mem[:] = v
+    out = sycl.malloc_shared(n * len(_INTEGER_FUNCTIONS), dt, queue)
+    queue.parallel_for(n, _integer_kernel(dtype), *mems, out).wait()
+    got = out.to_numpy().reshape(n, len(_INTEGER_FUNCTIONS))
+    for k, call in enumerate(_INTEGER_FUNCTIONS):
+        want = [_integer_reference(call, int(a), int(b), int(c), bits, info.min < 0)
+                for a, b, c in zip(*values)]
+        np.testing.assert_array_equal(got[:, k], np.array(want, dtype=dt), err_msg=call)
+
+
+@sycl.kernel
+def integer_vec_functions(it: sycl.item[1], a: sycl.global_ptr[sycl.vec(np.int32, 4)],
+                          b: sycl.global_ptr[sycl.vec(np.int32, 4)],
+                          out: sycl.global_ptr[sycl.vec(np.int32, 4)],
+                          hi: sycl.global_ptr[np.int16], lo: sycl.global_ptr[np.uint16],
+                          wide: sycl.global_ptr[np.int32]):
+    i = it.get_id(0)
+    out[i] = sycl.math.popcount(a[i]) + sycl.math.sub_sat(a[i], b[i])
+    wide[i] = sycl.math.upsample(hi[i], lo[i]) + sycl.math.mad24(np.int32(3), np.int32(5), np.int32(1))
+
+
+def test_integer_functions_on_vecs_and_upsample(queue):
+    rng = np.random.default_rng(52)
+    n = 16
+    av = rng.integers(-2**31, 2**31, (n, 4)).astype(np.int32)
+    bv = rng.integers(-2**31, 2**31, (n, 4)).astype(np.int32)
+    hs = rng.integers(-2**15, 2**15, n).astype(np.int16)
+    ls = rng.integers(0, 2**16, n).astype(np.uint16)
+    v4 = sycl.vec(np.int32, 4)
+    a, b, out = (sycl.malloc_shared(n, v4, queue) for _ in range(3))
+    np.asarray(a).view(np.int32).reshape(n, 4)[:] = av
+    np.asarray(b).view(np.int32).reshape(n, 4)[:] = bv
+    hi, lo = sycl.malloc_shared(n, np.int16, queue), sycl.malloc_shared(n, np.uint16, queue)
+    hi[:], lo[:] = hs, ls
+    wide = sycl.malloc_shared(n, np.int32, queue)
+    queue.parallel_for(n, integer_vec_functions, a, b, out, hi, lo, wide).wait()
+    pop = np.vectorize(lambda v: bin(int(v) & 0xFFFFFFFF).count("1"))(av)
+    sat = np.clip(av.astype(np.int64) - bv, -2**31, 2**31 - 1)
+    np.testing.assert_array_equal(np.asarray(out).view(np.int32).reshape(n, 4),
+                                  (pop + sat).astype(np.int32))
+    np.testing.assert_array_equal(wide.to_numpy(),
+                                  (hs.astype(np.int32) << 16 | ls.astype(np.int32)) + 16)
+    # The host forms agree (a @sycl.device helper run in Python).
+    assert sycl.math.popcount(np.int8(-1)) == 8 and sycl.math.clz(np.uint32(1)) == 31
+    assert sycl.math.add_sat(np.int8(100), np.int8(100)) == 127
+    assert sycl.math.mul_hi(np.int64(-2), np.int64(3)) == -1

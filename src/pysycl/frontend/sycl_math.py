@@ -25,8 +25,11 @@ GEOMETRIC = ("dot", "cross", "length", "distance", "normalize", "fast_length",
              "fast_distance", "fast_normalize")
 # SYCL 2020 4.17.7 common functions beyond the IR's (degrees, radians, sign are above).
 COMMON = ("clamp", "mix", "step", "smoothstep")
-__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, *GEOMETRIC, *COMMON, "native",
-                  "half_precision"])
+# SYCL 2020 4.17.6 integer functions (frontend/integer_math.py lowers them).
+INTEGER = ("popcount", "clz", "ctz", "abs_diff", "add_sat", "sub_sat", "hadd", "rhadd",
+           "rotate", "mul_hi", "mad_hi", "mul24", "mad24", "upsample")
+__all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, *GEOMETRIC, *COMMON, *INTEGER,
+                  "native", "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
 # None: NumPy's function of that name means something else (np.remainder is the floored
@@ -233,6 +236,69 @@ def smoothstep(edge0, edge1, x):
     edge0), 0, 1)``."""
     t = np.clip((x - edge0) / (edge1 - edge0), 0, 1)
     return t * t * (3 - 2 * t)
+
+
+def _integer_fn(fn):
+    """``fn`` on Python ints (and the element type's width and signedness), applied to
+    integer scalars or arrays; results wrap into the first argument's type."""
+    def run(*args):
+        dtype = np.asarray(args[0]).dtype
+        bits, signed = dtype.itemsize * 8, dtype.kind == "i"
+
+        def one(*values):
+            r = fn(bits, signed, *(int(v) for v in values)) & ((1 << bits) - 1)
+            return r - (1 << bits) if signed and r >> (bits - 1) else r
+        out = np.vectorize(one, otypes=[dtype])(*args)
+        return out[()] if out.ndim == 0 else out
+    return run
+
+
+def _unsigned_int(bits, value):
+    return value & ((1 << bits) - 1)
+
+
+def _saturate(bits, signed, value):
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return min(max(value, lo), hi)
+
+
+popcount = _integer_fn(lambda b, s, x: bin(_unsigned_int(b, x)).count("1"))
+popcount.__doc__ = "sycl.math.popcount: the number of set bits."
+clz = _integer_fn(lambda b, s, x: b - _unsigned_int(b, x).bit_length())
+clz.__doc__ = "sycl.math.clz: the number of leading zero bits (the width for 0)."
+ctz = _integer_fn(lambda b, s, x: (_unsigned_int(b, x) & -_unsigned_int(b, x)).bit_length() - 1
+                  if x else b)
+ctz.__doc__ = "sycl.math.ctz: the number of trailing zero bits (the width for 0)."
+abs_diff = _integer_fn(lambda b, s, x, y: abs(x - y))
+abs_diff.__doc__ = "sycl.math.abs_diff: |x - y| without overflow in the subtraction."
+add_sat = _integer_fn(lambda b, s, x, y: _saturate(b, s, x + y))
+add_sat.__doc__ = "sycl.math.add_sat: x + y saturated to the type's range."
+sub_sat = _integer_fn(lambda b, s, x, y: _saturate(b, s, x - y))
+sub_sat.__doc__ = "sycl.math.sub_sat: x - y saturated to the type's range."
+hadd = _integer_fn(lambda b, s, x, y: (x + y) >> 1)
+hadd.__doc__ = "sycl.math.hadd: (x + y) >> 1 without overflow."
+rhadd = _integer_fn(lambda b, s, x, y: (x + y + 1) >> 1)
+rhadd.__doc__ = "sycl.math.rhadd: (x + y + 1) >> 1 without overflow."
+rotate = _integer_fn(lambda b, s, v, i: (_unsigned_int(b, v) << (i % b)) |
+                     (_unsigned_int(b, v) >> ((b - i % b) % b) if i % b else 0))
+rotate.__doc__ = "sycl.math.rotate: v's bits rotated left by i (modulo the width)."
+mul_hi = _integer_fn(lambda b, s, x, y: (x * y) >> b)
+mul_hi.__doc__ = "sycl.math.mul_hi: the high half of the full product x * y."
+mad_hi = _integer_fn(lambda b, s, x, y, z: ((x * y) >> b) + z)
+mad_hi.__doc__ = "sycl.math.mad_hi: mul_hi(x, y) + z."
+mul24 = _integer_fn(lambda b, s, x, y: x * y)
+mul24.__doc__ = "sycl.math.mul24: x * y (values of 24 bits)."
+mad24 = _integer_fn(lambda b, s, x, y, z: x * y + z)
+mad24.__doc__ = "sycl.math.mad24: x * y + z (x, y of 24 bits)."
+
+
+def upsample(hi, lo):
+    """sycl.math.upsample: ``(hi << width) | lo`` in the integer of twice the width."""
+    hi, lo = np.asarray(hi), np.asarray(lo)
+    bits = hi.dtype.itemsize * 8
+    wide = np.dtype(f"{hi.dtype.kind}{hi.dtype.itemsize * 2}")
+    out = (hi.astype(wide) << bits) | lo.astype(wide)
+    return out[()] if out.ndim == 0 else out
 
 
 def _vector(p) -> np.ndarray:
