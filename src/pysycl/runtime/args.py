@@ -413,17 +413,38 @@ def _cai_probe(value):
     return (int(cai["data"][0]), tuple(cai["shape"])), cai["stream"]
 
 
+# Probes of one library (and device) made once: arrays of one library share theirs, and
+# its ``stream`` (a launch loop asks it once for all of them: runtime/replay.py).
+_library_probes: dict = {}
+
+
+def _shared_probe(key, make):
+    probe = _library_probes.get(key)
+    if probe is None:
+        probe = _library_probes[key] = make()
+    return probe
+
+
 def _torch_probe(torch, dev):
     """PyTorch's: its interface (version 2) has no stream; DLPack's stream protocol
     orders its *current* stream on the tensor's device, which is asked here the same
-    way (0, the legacy default stream, is 1 in the interface's terms)."""
+    way (0, the legacy default stream, is 1 in the interface's terms). Its ``stream()``
+    and ``where(value)`` are the two halves of what it returns."""
     ordinal = dev._desc.handle.ordinal
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
+    def stream():
+        return (raw(ordinal) if raw is not None else
+                torch.cuda.current_stream(ordinal).cuda_stream) or 1
+
+    def where(value):
+        return value.data_ptr(), value.shape
+
     def probe(value):
-        stream = raw(ordinal) if raw is not None else \
+        current = raw(ordinal) if raw is not None else \
             torch.cuda.current_stream(ordinal).cuda_stream
-        return (value.data_ptr(), value.shape), stream or 1
+        return (value.data_ptr(), value.shape), current or 1
+    probe.stream, probe.where = stream, where
     return probe
 
 
@@ -438,6 +459,12 @@ def _cupy_probe(cupy):
     dict the interface builds at every read (two thirds of a launch's time)."""
     current = cupy.cuda.get_current_stream
 
+    def stream():   # (None: not known without an array's interface; never ordered)
+        return current().ptr or _cupy_null[0]
+
+    def where(value):
+        return value.data.ptr, value.shape
+
     def probe(value):
         ptr = current().ptr
         if not ptr:
@@ -445,6 +472,7 @@ def _cupy_probe(cupy):
             if ptr is None:
                 return _cai_probe(value)
         return (value.data.ptr, value.shape), ptr
+    probe.stream, probe.where = stream, where
     return probe
 
 
@@ -455,7 +483,7 @@ def _probe_for(value, dev):
     optional)."""
     torch = _sys_modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        return _torch_probe(torch, dev)
+        return _shared_probe((torch, dev), lambda: _torch_probe(torch, dev))
     try:
         cai = value.__cuda_array_interface__
     except (AttributeError, RuntimeError):
@@ -466,7 +494,7 @@ def _probe_for(value, dev):
     if cupy is not None and value.__class__ is cupy.ndarray:
         if not cupy.cuda.get_current_stream().ptr:
             _cupy_null[0] = cai["stream"]
-        probe = _cupy_probe(cupy)
+        probe = _shared_probe(cupy, lambda: _cupy_probe(cupy))
         if probe(value) == _cai_probe(value):
             return probe
     return _cai_probe

@@ -17,8 +17,9 @@ What makes identity enough:
   so ``a._karg is k`` holds exactly while ``a`` is the live array launched with last;
 * another library's CUDA array is the object its remembered entry refers to, asked
   again for its address and shape and for its producer's stream (the stream protocol
-  is honoured at every launch; ``args.known_entry``), and held until the device ran
-  the launch, as the general path holds it;
+  is honoured at every launch; ``args.known_entry``; the current stream of a library
+  is asked once for all its arrays), and held until the device ran the launch, as the
+  general path holds it;
 * a scalar is the same object of an immutable type (Python or NumPy numbers);
 * the range is an object whose value cannot change (the plan remembers only those).
 
@@ -50,7 +51,7 @@ def arm(queue, pointers, space, args, packed, call, version, token):
     with ``args`` (user arguments: global_ptrs where ``pointers`` is true, scalars
     elsewhere) packed as ``packed``, which ``call(version)`` makes again (0: made) with
     the launch token ``token``; None when an argument may change unseen."""
-    kinds = []
+    kinds, groups = [], {}
     for value, karg, pointer in zip(args, packed, pointers):
         if not pointer:
             if not immutable(value):
@@ -58,10 +59,16 @@ def arm(queue, pointers, space, args, packed, call, version, token):
             kinds.append(SCALAR)
         elif getattr(value, "_karg", None) is karg:
             kinds.append(USM)
-        elif known_entry(value, karg, queue._stream) is not None:
-            kinds.append(FOREIGN)
         else:
-            return None
+            entry = known_entry(value, karg, queue._stream)
+            if entry is None:
+                return None
+            # Arrays of one library share its current stream, asked once per launch:
+            # FOREIGN + the index of the library's first argument (FOREIGN alone: the
+            # array's own probe answers both).
+            stream = getattr(entry.probe, "stream", None)
+            kinds.append(FOREIGN if stream is None else
+                         f"{FOREIGN}{groups.setdefault(stream, len(kinds))}")
     return replayer(tuple(kinds), queue._in_order)(queue, space, args, packed, call,
                                                    version, token)
 
@@ -71,7 +78,7 @@ def replayer(kinds: tuple, in_order: bool):
     """``make(queue, space, args, packed, call, version, token) -> again`` for user
     arguments of ``kinds`` (see :func:`arm`, which checks what ``make`` relies on)."""
     n = len(kinds)
-    foreign = [i for i, kind in enumerate(kinds) if kind == FOREIGN]
+    foreign = [i for i, kind in enumerate(kinds) if kind.startswith(FOREIGN)]
     lines = ["def make(queue, space, args, packed, call, version, token):",
              "    record, stream, held = queue._record, queue._stream, queue._held"]
     if in_order:
@@ -91,8 +98,17 @@ def replayer(kinds: tuple, in_order: bool):
                       f"    ref{i}, probe{i}, seen{i} = h{i}.ref, h{i}.probe, h{i}.seen",
                       f"    producer{i} = h{i}.ordered[1]"]
             checks.append(f"ref{i}() is not b{i}")
-            probes += [f"            s, p = probe{i}(b{i})",
-                       f"            if s != seen{i} or p != producer{i}:",
+            if kind == FOREIGN:
+                probes += [f"            s, p = probe{i}(b{i})",
+                           f"            if s != seen{i} or p != producer{i}:",
+                           "                return None"]
+                continue
+            first = int(kind[len(FOREIGN):])
+            lines.append(f"    where{i} = probe{i}.where")
+            if first == i:
+                lines.append(f"    current{i} = probe{i}.stream")
+                probes.append(f"            p{i} = current{i}()")
+            probes += [f"            if p{first} != producer{i} or where{i}(b{i}) != seen{i}:",
                        "                return None"]
     lines += ["    def again(given, args):",
               "        if given is not space and (given.__class__ is not RANGE or "
@@ -111,7 +127,13 @@ def replayer(kinds: tuple, in_order: bool):
         lines += ["        if args:", "            return None"]
     made = ["if call(version):", "    return None"]
     if foreign:   # held with the token until the device ran it, as the general path does
-        made.append(f"held.hold_objects(token, [{', '.join(f'b{i}' for i in foreign)}])")
+        # (KeepAlive.hold_objects, whose check of the entry it made last is inlined: a
+        # launch loop holds its arrays once.)
+        same = " and ".join(f"shared[1][{j}] is b{i}" for j, i in enumerate(foreign))
+        made += ["shared = held._shared",
+                 f"if shared is None or shared[0] is not token or len(shared[1]) != "
+                 f"{len(foreign)} or not ({same}):",
+                 f"    held.hold_objects(token, [{', '.join(f'b{i}' for i in foreign)}])"]
     made.append("return record(ISSUED(queue, STREAM, token))")
     if in_order:
         # As LaunchPlan.issue_in_order, under the queue's lock: the newest command is

@@ -123,64 +123,91 @@ def test_arguments_that_can_change_are_never_armed():
 
 
 class Foreign:
-    """Stands for another library's CUDA array: an address, a shape and the stream
-    its library would order work on now (what its probe reads)."""
+    """Stands for another library's CUDA array: an address and a shape; the stream its
+    library would order work on now is the library's (``LIBRARY``)."""
 
-    def __init__(self, address, shape, stream):
-        self.address, self.shape, self.stream = address, shape, stream
+    def __init__(self, address, shape):
+        self.address, self.shape = address, shape
+
+
+LIBRARY = {"stream": 5, "asked": 0}
 
 
 def probe(value):
-    return (value.address, value.shape), value.stream
+    LIBRARY["asked"] += 1
+    return (value.address, value.shape), LIBRARY["stream"]
 
 
-def remember(q, value):
+def split_probe(value):
+    return probe(value)
+
+
+def _library_stream():
+    LIBRARY["asked"] += 1
+    return LIBRARY["stream"]
+
+
+# A library whose current stream is asked once for all its arrays (as CuPy's, PyTorch's).
+split_probe.stream = _library_stream
+split_probe.where = lambda value: (value.address, value.shape)
+
+
+def remember(q, value, how=probe):
     """What the general path remembers of an array it exported and needed no ordering
     for on ``q``'s stream."""
     import weakref
     entry = args_mod._Known(weakref.ref(value), q.get_device(), (value.address, None, 256),
-                            probe, probe(value)[0])
-    entry.ordered = (q._stream, value.stream)
+                            how, how(value)[0])
+    entry.ordered = (q._stream, LIBRARY["stream"])
     args_mod._known[id(value)] = entry
     return entry
 
 
 @pytest.mark.parametrize("in_order", [False, True])
-def test_other_libraries_arrays_are_asked_again_and_held(in_order):
+@pytest.mark.parametrize("how", [probe, split_probe], ids=["own probe", "library stream"])
+def test_other_libraries_arrays_are_asked_again_and_held(in_order, how):
     q, _again, _call, (r, x, y, k) = armed(in_order)
     pointers = q._plans.entries[scale].packer.pointers
-    a, b = Foreign(0x7000, (64,), 5), Foreign(0x9000, (64,), 5)
+    a, b = Foreign(0x7000, (64,)), Foreign(0x9000, (64,))
     try:
-        ka, kb = remember(q, a).karg, remember(q, b).karg
+        ka, kb = remember(q, a, how).karg, remember(q, b, how).karg
         call, token = Call(), Token()
         again = arm(q, pointers, r, (a, b, k), [ka, kb, None], call, 3, token)
         held = len(q._held)
+        LIBRARY["asked"] = 0
         assert again(r, (a, b, k)) is not None and call.versions == [3]
+        assert LIBRARY["asked"] == (1 if how is split_probe else 2)
         shared = q._held._shared
         assert shared[0] is token and shared[1][0] is a and shared[1][1] is b
         assert len(q._held) == held + 1
         assert again(r, (a, b, k)) is not None and len(q._held) == held + 1  # held once
-        other = Foreign(0x7000, (64,), 5)     # the same address, another object
-        a.stream = 6                          # its library's stream changed: order again
-        b.address = 0xB000                    # moved (a resized tensor)
-        for args in [(other, b, k), (a, x, k)]:
+        other = Foreign(0x7000, (64,))        # the same address, another object
+        for args in [(other, b, k), (a, x, k), (a, Foreign(0x9000, (64,)), k)]:
             assert again(r, args) is None
-        assert again(r, (a, Foreign(0x9000, (64,), 5), k)) is None
+        LIBRARY["stream"] = 6                 # the library's stream changed: order again
         assert again(r, (a, b, k)) is None
-        a.stream, b.address = 5, 0x9000
+        LIBRARY["stream"] = 5
+        b.address = 0xB000                    # moved (a resized tensor)
+        assert again(r, (a, b, k)) is None
+        b.address, b.shape = 0x9000, (32,)    # reshaped
+        assert again(r, (a, b, k)) is None
+        b.shape = (64,)
         assert again(r, (a, b, k)) is not None and call.versions == [3, 3, 3]
-        a.stream = 6
-        assert again(r, (a, b, k)) is None and call.versions == [3, 3, 3]
+        q._held.sweep()                       # (the token is complete: let go)
+        assert again(r, (a, b, k)) is not None
+        shared = q._held._shared
+        assert shared[0] is token and shared[1][0] is a and shared[1][1] is b
     finally:
         args_mod._known.pop(id(a), None)
         args_mod._known.pop(id(b), None)
+        LIBRARY["stream"] = 5
     q.wait()
 
 
 def test_a_foreign_array_needing_an_order_is_never_armed():
     q, _again, _call, (r, x, y, k) = armed(False)
     pointers = q._plans.entries[scale].packer.pointers
-    a = Foreign(0x7000, (64,), 5)
+    a = Foreign(0x7000, (64,))
     try:
         entry = remember(q, a)
         entry.ordered = (None, None)          # its producer needed a wait last time
