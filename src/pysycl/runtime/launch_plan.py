@@ -281,12 +281,18 @@ class LaunchPlan:
         # (This launch wrote the driver's record: an ``again`` armed before never
         # launches again.)
         last, self.last_packed, self.again = self.last_packed, packed, None
-        remembered = self.last_space[0]
         # KernelArgs are compared by identity: the packer hands out the same objects
         # for the same arguments, and equality would cost more than the launch saves.
-        if last is None or len(packed) != len(last) or not all(map(is_, packed, last)) \
-                or space is not remembered and (space.__class__ is not range_cls or
-                                                space != remembered):
+        if last is None or len(packed) != len(last) or not all(map(is_, packed, last)):
+            return
+        if space.__class__ is nd_range_cls:   # (changeable: armed with its three ranges)
+            parts = (space.global_range, space.local_range, space.offset)
+            if parts != self.last_nd_range[0] or \
+                    not all(part.__class__ in _INDEX_CLASSES for part in parts):
+                return
+            space = parts
+        elif space is not self.last_space[0] and (space.__class__ is not range_cls or
+                                                  space != self.last_space[0]):
             return
         call, version = self.replay
         if call is not None:

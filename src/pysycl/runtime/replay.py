@@ -21,7 +21,9 @@ What makes identity enough:
   is asked once for all its arrays), and held until the device ran the launch, as the
   general path holds it;
 * a scalar is the same object of an immutable type (Python or NumPy numbers);
-* the range is an object whose value cannot change (the plan remembers only those).
+* the range is an object whose value cannot change (the plan remembers only those),
+  or an ``nd_range`` made of the same three ranges (an ``nd_range`` can be changed in
+  place: it is compared by its ranges, which cannot).
 
 >>> replayer(("usm", "scalar"), in_order=False).__code__.co_filename
 '<pysycl replay (usm, scalar), out of order>'
@@ -35,6 +37,7 @@ import numpy as np
 from ..detail.generated_code import define
 from .args import known_entry
 from .event import STREAM, issued_event
+from .ranges import nd_range as nd_range_cls
 from .ranges import range as range_cls
 
 _IMMUTABLE = frozenset({int, float, bool, complex})
@@ -48,7 +51,7 @@ def immutable(value) -> bool:
 
 def arm(queue, pointers, space, args, packed, call, version, token):
     """``again(space, args) -> event or None`` for the launch just made over ``space``
-    with ``args`` (user arguments: global_ptrs where ``pointers`` is true, scalars
+    (a range, or an nd_range's ``(global, local, offset)`` ranges) with ``args`` (user arguments: global_ptrs where ``pointers`` is true, scalars
     elsewhere) packed as ``packed``, which ``call(version)`` makes again (0: made) with
     the launch token ``token``; None when an argument may change unseen."""
     kinds, groups = [], {}
@@ -111,7 +114,10 @@ def replayer(kinds: tuple, in_order: bool):
             probes += [f"            if p{first} != producer{i} or where{i}(b{i}) != seen{i}:",
                        "                return None"]
     lines += ["    def again(given, args):",
-              "        if given is not space and (given.__class__ is not RANGE or "
+              "        if given.__class__ is ND_RANGE:",
+              "            if (given.global_range, given.local_range, given.offset) != space:",
+              "                return None",
+              "        elif given is not space and (given.__class__ is not RANGE or "
               "given != space):",
               "            return None"]
     if n:
@@ -150,8 +156,8 @@ def replayer(kinds: tuple, in_order: bool):
     else:
         lines += [f"        {line}" for line in made]
     lines.append("    return again")
-    scope = {"KNOWN": known_entry, "RANGE": range_cls, "ISSUED": issued_event,
-             "STREAM": STREAM}
+    scope = {"KNOWN": known_entry, "RANGE": range_cls, "ND_RANGE": nd_range_cls,
+             "ISSUED": issued_event, "STREAM": STREAM}
     # Code built above from argument kinds only; named for tracebacks.
     order = "in order" if in_order else "out of order"
     return define(lines, f"<pysycl replay ({', '.join(kinds)}), {order}>", scope)["make"]

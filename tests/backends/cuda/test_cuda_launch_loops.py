@@ -139,3 +139,44 @@ def test_queues_sharing_a_kernel_keep_their_own_launches(gpu):
         np.testing.assert_array_equal(to_host(q, ys[i], n), 30 * (i + 2) * hosts[i])
         sycl.free(xs[i], q)
         sycl.free(ys[i], q)
+
+
+@sycl.kernel
+def accumulate_nd(it: sycl.nd_item[1], x: sycl.global_ptr[F32], y: sycl.global_ptr[F32],
+                  k: F32):
+    i = it.get_global_id(0)
+    y[i] = y[i] + k * x[i] + F32(it.get_local_range(0))
+
+
+@sycl.kernel
+def accumulate_one(x: sycl.global_ptr[F32], y: sycl.global_ptr[F32]):
+    y[0] = y[0] + x[0]
+
+
+def test_nd_range_and_single_task_loops(gpu):
+    q = sycl.queue(gpu)
+    rng = np.random.default_rng(24)
+    n = 1024
+    hx = small_ints(rng, n)
+    x, y = on_device(q, hx), on_device(q, np.zeros(n, F32))
+    expected = np.zeros(n, F32)
+    nd = sycl.nd_range(sycl.range(n), sycl.range(64))
+    for _ in range(20):                   # the same nd_range object
+        q.parallel_for(nd, accumulate_nd, x, y, F32(1))
+    expected += 20 * (hx + 64)
+    assert q._plans.entries[accumulate_nd].again is not None
+    for _ in range(10):                   # a new, equal nd_range each time
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(64)), accumulate_nd, x, y,
+                       F32(1))
+    expected += 10 * (hx + 64)
+    nd.local_range = sycl.range(128)      # changed in place: the new work-group size
+    for _ in range(10):
+        q.parallel_for(nd, accumulate_nd, x, y, F32(1))
+    expected += 10 * (hx + 128)
+    for _ in range(15):
+        q.single_task(accumulate_one, x, y)
+    expected[0] += 15 * hx[0]
+    q.wait()
+    np.testing.assert_array_equal(to_host(q, y, n), expected)
+    sycl.free(x, q)
+    sycl.free(y, q)

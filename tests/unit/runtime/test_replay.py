@@ -215,3 +215,20 @@ def test_a_foreign_array_needing_an_order_is_never_armed():
                    Token()) is None
     finally:
         args_mod._known.pop(id(a), None)
+
+
+def test_an_nd_range_is_compared_by_its_ranges():
+    q, _again, _call, (r, x, y, k) = armed(False)
+    pointers = q._plans.entries[scale].packer.pointers
+    nd = sycl.nd_range(sycl.range(64), sycl.range(8))
+    parts = (nd.global_range, nd.local_range, nd.offset)
+    call = Call()
+    again = arm(q, pointers, parts, (x, y, k), [x._karg, y._karg, None], call, 2, Token())
+    assert again(nd, (x, y, k)) is not None
+    assert again(sycl.nd_range(sycl.range(64), sycl.range(8)), (x, y, k)) is not None
+    for other in [sycl.nd_range(sycl.range(64), sycl.range(16)),
+                  sycl.nd_range(sycl.range(64), sycl.range(8), sycl.id(8)),
+                  sycl.range(64), parts[0], 64]:
+        assert again(other, (x, y, k)) is None, other
+    assert call.versions == [2, 2]
+    q.wait()
