@@ -123,7 +123,10 @@ class KernelArgKind(enum.Enum):
 
 
 class KernelArg(FrozenValue):
-    __slots__ = _fields = ("kind", "value")
+    # (Weakly referable: launch caches refer to the last launch's arguments without
+    # keeping their memory alive after the array is freed.)
+    __slots__ = ("kind", "value", "__weakref__")
+    _fields = ("kind", "value")
     kind: KernelArgKind
     value: Any
 
@@ -337,12 +340,13 @@ class Driver(abc.ABC):
         the call may extend; ``trailing`` (the spec-constant buffer) goes last. A driver
         overrides this to look up its kernel object once instead of per launch.
 
-        A driver's bound launch may also carry ``replay``, a list ``[call, version]``
-        that it sets at each launch: ``call(version)`` makes that launch again (same
+        A driver's bound launch may also carry ``replay``, a list ``[call, version,
+        id(args)]`` that it sets at each launch: for a launch whose KernelArgs are those
+        of the launch before it, ``call(version)`` makes that launch again (same
         geometry, same parameter bytes) and returns 0, or returns nonzero and launches
         nothing when it cannot (a launch through the bound function since, another
-        context current) or the driver failed; ``call`` is None when the last launch
-        cannot be made again. The runtime uses it for launch loops (``runtime/replay.py``)."""
+        context current) or the driver failed; ``call`` is None after any other launch.
+        The runtime uses it for launch loops (``runtime/replay.py``)."""
         launch = self.launch
 
         def bound(global_size, local_size, args, local_mem_bytes=0):

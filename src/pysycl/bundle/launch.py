@@ -432,8 +432,8 @@ class Launcher:
             def launch_coarsened(global_size, local_size, kernel_args, local_mem_bytes=0):
                 global_size, local_size = coarse(global_size, local_size, kernel_args)
                 return bound(global_size, local_size, kernel_args, local_mem_bytes)
-            # (The same range gives the same coarsened launch: the driver's record of
-            # the last one still is the launch.)
+            # (The same range gives the same coarsened launch, and the same extent
+            # argument object: the driver's record of the last one still is the launch.)
             launch_coarsened.replay = getattr(bound, "replay", None)
             return launch_coarsened
         # Device globals move to this program before each launch, a checked build reads

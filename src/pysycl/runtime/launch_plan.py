@@ -23,8 +23,6 @@ Either way the queue records the launch's event in one place, ``queue._record``.
 """
 from __future__ import annotations
 
-from operator import is_
-
 from ..errors import errc, exception
 from . import args as args_mod
 from .event import (STREAM, _token_done, complete, event, issued_event, new_event,
@@ -51,8 +49,7 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "last_nd_range", "reducers", "last_token", "replay", "again", "replays",
-                 "last_packed")
+                 "last_nd_range", "reducers", "last_token", "replay", "again", "replays")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -99,7 +96,6 @@ class LaunchPlan:
         # driver's bound launch can make its last launch again (its ``replay``).
         self.replay = None
         self.again = None
-        self.last_packed = None
         self.replays = packer.pointers is not None and not self.poll and not self.waits
 
     # The launch --------------------------------------------------------------------------
@@ -274,16 +270,13 @@ class LaunchPlan:
                                     local_bytes)
 
     def _arm(self, space, args, packed, tok) -> None:
-        """After a launch through the bound launch: the second of two launches with the
-        same KernelArgs (a launch loop) arms ``again`` with it (``runtime/replay.py``),
-        where its range was remembered as unchangeable (``index_space``) and the driver
-        made it through its record (``replay``)."""
-        # (This launch wrote the driver's record: an ``again`` armed before never
-        # launches again.)
-        last, self.last_packed, self.again = self.last_packed, packed, None
-        # KernelArgs are compared by identity: the packer hands out the same objects
-        # for the same arguments, and equality would cost more than the launch saves.
-        if last is None or len(packed) != len(last) or not all(map(is_, packed, last)):
+        """After a launch through the bound launch: a launch the driver found repeated
+        the one before it (the same KernelArgs: a launch loop) arms ``again`` with it
+        (``runtime/replay.py``), where its range was remembered as unchangeable
+        (``index_space``)."""
+        self.again = None   # (the launch rewrote the driver's record: the old one is dead)
+        call, version, launched = self.replay
+        if call is None or launched != id(packed):   # (not this launch's: another thread's)
             return
         if space.__class__ is nd_range_cls:   # (changeable: armed with its three ranges)
             parts = (space.global_range, space.local_range, space.offset)
@@ -294,10 +287,8 @@ class LaunchPlan:
         elif space is not self.last_space[0] and (space.__class__ is not range_cls or
                                                   space != self.last_space[0]):
             return
-        call, version = self.replay
-        if call is not None:
-            self.again = arm_replay(self.queue, self.packer.pointers, space, args, packed,
-                                    call, version, tok)
+        self.again = arm_replay(self.queue, self.packer.pointers, space, args, packed, call,
+                                version, tok)
 
     def _event(self, tok, keep):
         """The event of a launch the driver issued, token ``tok``, found not complete:

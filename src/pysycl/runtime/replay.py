@@ -13,8 +13,9 @@ takes the general path.
 
 What makes identity enough:
 
-* a USM array's ``_karg`` is made once per array object and cleared when it is freed,
-  so ``a._karg is k`` holds exactly while ``a`` is the live array launched with last;
+* a USM array is the object launched with last (referred to weakly: nothing here keeps
+  memory alive), not freed since (its ``ptr`` is 0 once freed), and its memory's
+  address and the parameter's type are the array's for as long as it lives;
 * another library's CUDA array is the object its remembered entry refers to, asked
   again for its address and shape and for its producer's stream (the stream protocol
   is honoured at every launch; ``args.known_entry``; the current stream of a library
@@ -31,6 +32,7 @@ What makes identity enough:
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -90,9 +92,9 @@ def replayer(kinds: tuple, in_order: bool):
         lines.append(f"    {''.join(f'a{i}, ' for i in range(n))}= args")
     checks, probes = [], []
     for i, kind in enumerate(kinds):
-        if kind == USM:
-            lines.append(f"    k{i} = packed[{i}]")
-            checks.append(f"b{i}._karg is not k{i}")
+        if kind == USM:   # (weakly: the closure keeps no memory alive once freed)
+            lines.append(f"    r{i} = WEAK(a{i})")
+            checks.append(f"r{i}() is not b{i} or not b{i}.ptr")
         elif kind == SCALAR:
             checks.append(f"b{i} is not a{i}")
         else:
@@ -157,7 +159,7 @@ def replayer(kinds: tuple, in_order: bool):
         lines += [f"        {line}" for line in made]
     lines.append("    return again")
     scope = {"KNOWN": known_entry, "RANGE": range_cls, "ND_RANGE": nd_range_cls,
-             "ISSUED": issued_event, "STREAM": STREAM}
+             "ISSUED": issued_event, "STREAM": STREAM, "WEAK": weakref.ref}
     # Code built above from argument kinds only; named for tracebacks.
     order = "in order" if in_order else "out of order"
     return define(lines, f"<pysycl replay ({', '.join(kinds)}), {order}>", scope)["make"]

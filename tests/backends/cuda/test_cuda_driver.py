@@ -266,11 +266,13 @@ def test_bound_launches_on_created_and_legacy_streams(driver, device, stream, bu
         driver.fill(st, dd, 0, b"\0", a.nbytes)
         launch = driver.bind_launch(st, prog, "vadd", mem(None))
         for size, out in ((n, dc), (n // 2, dd), (n, dd), (0, dc)):
-            launch((size,), (256,) if size else None,
-                   [mem(da), mem(db), mem(out), i64(size)])
-            call, version = launch.replay
+            args = [mem(da), mem(db), mem(out), i64(size)]
+            launch((size,), (256,) if size else None, list(args))
+            assert launch.replay[0] is None            # not a repeat: nothing to make again
+            launch((size,), (256,) if size else None, list(args))
+            call, version, _launched = launch.replay
             if st is legacy or not size or launch_call()[0] is None:
-                assert call is None     # nothing to make again
+                assert call is None
                 continue
             assert call(version - 1) == -1 and call(version) == 0   # the same launch
         driver.synchronize(st)

@@ -180,3 +180,29 @@ def test_nd_range_and_single_task_loops(gpu):
     np.testing.assert_array_equal(to_host(q, y, n), expected)
     sycl.free(x, q)
     sycl.free(y, q)
+
+
+def test_freed_arrays_give_their_memory_back_after_a_launch_loop(gpu):
+    # Nothing a launch loop leaves behind (the plan's replay, the driver's record of
+    # the last launch) keeps a freed array's memory: it goes back to the device.
+    import gc
+
+    from cuda.bindings import driver as cu
+    q = sycl.queue(gpu)
+    n = 64 << 20                          # 256 MiB of float32 each
+    x, y = sycl.malloc_device(n, F32, q), sycl.malloc_device(n, F32, q)
+    q.memset(x, 0, x.nbytes)
+    q.memset(y, 0, y.nbytes)
+    r = sycl.range(4096)
+    for _ in range(5):
+        q.parallel_for(r, accumulate, x, y, F32(1))
+    assert q._plans.entries[accumulate].again is not None
+    q.wait()
+    err, free_before, _total = cu.cuMemGetInfo()
+    assert err == 0
+    sycl.free(x, q)
+    sycl.free(y, q)
+    del x, y
+    gc.collect()
+    err, free_after, _total = cu.cuMemGetInfo()
+    assert free_after - free_before >= 2 * n * 4 * 0.9

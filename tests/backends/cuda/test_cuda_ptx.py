@@ -150,9 +150,9 @@ def test_arg_packer_layout():
             A(KernelArgKind.bytes, b"abcdefghijkl"), A(KernelArgKind.local, 8),
             A(KernelArgKind.mem, None)]
     packer = drv._ArgPacker(args)
-    shared = packer.pack(args, scratch_bytes=40)
+    shared, repeated = packer.pack(args, scratch_bytes=40)
     # scratch 40 -> first local at 48, 100 bytes -> next at 160, 8 bytes -> total 176
-    assert shared == 176
+    assert shared == 176 and not repeated
     ptrs = [packer.pointers[i] for i in range(len(args))]
     read = lambda i, n: ctypes.string_at(ptrs[i], n)
     assert struct.unpack("<Q", read(0, 8))[0] == 0x1234
@@ -163,6 +163,32 @@ def test_arg_packer_layout():
     assert struct.unpack("<I", read(5, 4))[0] == 160
     assert struct.unpack("<Q", read(6, 8))[0] == 0
     assert packer.params == ctypes.addressof(packer.pointers)
+
+
+def test_arg_packer_repeats_only_the_same_live_arguments():
+    # Packing the same KernelArg objects again writes nothing and says so; other
+    # objects (even equal ones) are written. The packer refers to the last ones weakly:
+    # a freed array's KernelArg, and the memory it holds, goes.
+    import gc
+    import weakref
+    A = KernelArg
+    rng = np.random.default_rng(8)
+    words = [int(v) for v in rng.integers(1, 2**62, 6)]
+    args = [A(KernelArgKind.mem, words[0]), A(KernelArgKind.scalar, struct.pack("<q", words[1]))]
+    packer = drv._ArgPacker(args)
+    read = lambda i: struct.unpack("<Q", ctypes.string_at(packer.pointers[i], 8))[0]  # noqa
+    assert packer.pack(args, 0) == (0, False)
+    assert packer.pack(list(args), 0) == (0, True)
+    assert packer.pack(list(args), 16) == (16, False)           # other scratch bytes
+    equal = [A(KernelArgKind.mem, words[0]), args[1]]
+    assert packer.pack(equal, 16) == (16, False)
+    other = [A(KernelArgKind.mem, words[2]), A(KernelArgKind.scalar, struct.pack("<q", words[3]))]
+    assert packer.pack(other, 16) == (16, False) and [read(0), read(1)] == words[2:4]
+    gone = weakref.ref(other[0])
+    del other, equal
+    gc.collect()
+    assert gone() is None                                        # not kept by the packer
+    assert packer.pack(args, 16) == (16, False) and [read(0), read(1)] == words[:2]
 
 
 def test_discovery_never_raises():

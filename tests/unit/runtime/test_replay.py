@@ -232,3 +232,44 @@ def test_an_nd_range_is_compared_by_its_ranges():
         assert again(other, (x, y, k)) is None, other
     assert call.versions == [2, 2]
     q.wait()
+
+
+def test_a_plan_arms_only_with_the_driver_record_of_its_own_launch():
+    # The plan arms ``again`` after a launch the driver reports repeated, with that
+    # launch's version; a record another thread's launch wrote since is never taken.
+    q = sycl.queue(sycl.cpu_selector_v)
+    x = sycl.malloc_shared(64, np.float32, q)
+    y = sycl.malloc_shared(64, np.float32, q)
+    r, k = sycl.range(64), np.float32(2)
+    q.parallel_for(r, scale, x, y, k).wait()
+    plan = q._plans.entries[scale]
+    real, call, versions = plan.bound, Call(), iter(range(1, 100))
+    steal = []
+
+    def bound(global_size, local_size, packed, local_bytes):
+        # As the CUDA driver's: a launch repeating the one before it can be made again.
+        token = real(global_size, local_size, packed, local_bytes)
+        last, bound.last = bound.last, list(packed)
+        repeated = last is not None and len(last) == len(packed) and all(
+            a is b for a, b in zip(last, packed))
+        launched = id(packed) if not steal else id(steal)   # another thread's launch
+        bound.replay[:] = (call, next(versions), launched) if repeated else (None, 0, 0)
+        return token
+    bound.replay, bound.last = [None, 0, 0], None
+    plan.bound, plan.replay, plan.poll, plan.replays = bound, bound.replay, False, True
+    q.parallel_for(r, scale, x, y, k)
+    assert plan.again is None               # a first launch is not a loop yet
+    q.parallel_for(r, scale, x, y, k)
+    assert plan.again is not None
+    version = bound.replay[1]
+    q.parallel_for(r, scale, x, y, k)      # made again: the driver is not asked
+    assert call.versions == [version]
+    q.parallel_for(r, scale, y, x, k)      # another launch: disarmed
+    assert plan.again is None
+    q.parallel_for(r, scale, y, x, k)
+    assert plan.again is not None           # repeated: armed again
+    q.parallel_for(r, scale, x, y, k)
+    steal.append(True)
+    q.parallel_for(r, scale, x, y, k)
+    assert plan.again is None               # the record names another launch
+    q.wait()

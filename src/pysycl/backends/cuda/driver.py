@@ -32,6 +32,7 @@ import os
 import struct
 import threading
 import time
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -370,25 +371,25 @@ class _ArgPacker:
                 "pointers": ctypes.addressof(self.pointers), "count": len(self.kinds)}
 
     def _generate_pack(self):
-        """``pack(args, scratch_bytes) -> dynamic shared bytes``: straight-line code made
-        for this signature (no per-argument kind dispatch at launch; half the Python
-        time of a generic loop, measured with five arguments)."""
+        """``pack(args, scratch_bytes) -> (dynamic shared bytes, repeated)``: straight-
+        line code made for this signature (no per-argument kind dispatch at launch; half
+        the Python time of a generic loop, measured with five arguments). ``repeated``:
+        the buffer already held these arguments (the same KernelArg objects as the last
+        call, a launch loop's), so nothing was written."""
         lines, names = ["def pack(args, scratch_bytes):"], []
         n = len(self.kinds)
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
             if _LOCAL not in self.kinds:
-                # The same KernelArg objects as the last call (a launch loop): the
-                # buffer holds their bytes already (KernelArgs are immutable; a freed
-                # USM array never reaches here, the runtime checks it first).
-                # (By identity: KernelArg equality compares their fields, which costs
-                # more than packing when they differ.)
-                same = " and ".join(f"a{i} is last[{i}]" for i in range(n))
+                # KernelArgs are immutable, and compared by identity (equality compares
+                # their fields, which costs more than packing when they differ) through
+                # weak references: a freed array's memory goes with its KernelArg.
+                same = " and ".join(f"a{i} is last[{i}]()" for i in range(n))
                 lines.append("    last = LAST[0]")
                 lines.append(f"    if last is not None and {same} and "
                              "scratch_bytes == LAST[1]:")
-                lines.append("        return scratch_bytes")
-                lines.append("    LAST[0] = tuple(args); LAST[1] = scratch_bytes")
+                lines.append("        return scratch_bytes, True")
+                lines.append("    LAST[0] = tuple(map(REF, args)); LAST[1] = scratch_bytes")
         lines.append("    end = (scratch_bytes + ALIGN - 1) & -ALIGN")
         for i, kind in enumerate(self.kinds):
             if kind is _MEM:
@@ -400,9 +401,9 @@ class _ArgPacker:
                 lines.append(f"    v{i} = a{i}.value")
             names.append(f"v{i}")
         lines.append(f"    pack_into(storage, 0, {', '.join(names)})")
-        lines.append("    return end if end > scratch_bytes else scratch_bytes")
+        lines.append("    return (end if end > scratch_bytes else scratch_bytes), False")
         scope = {"ALIGN": LOCAL_ARG_ALIGN, "pack_into": self.struct.pack_into,
-                 "storage": self.storage, "LAST": [None, None]}
+                 "storage": self.storage, "LAST": [None, None], "REF": weakref.ref}
         # Code built above from argument kinds only; named for tracebacks.
         kinds = ",".join(k.name for k in self.kinds)
         return define(lines, f"<pysycl CUDA argument packer ({kinds})>", scope)["pack"]
@@ -470,7 +471,7 @@ class CudaKernel:
             packer = self._packer
             if packer is None or len(packer.kinds) != len(args):
                 packer = self._packer = self._make_packer(args)
-            shared = packer.pack(args, scratch_bytes)
+            shared = packer.pack(args, scratch_bytes)[0]
             if shared > self._dynamic_limit:
                 self._allow_dynamic_shared(shared)
             if stream.profiling:
@@ -493,16 +494,17 @@ class CudaKernel:
         ``local_size`` are tuples (or None); ``trailing`` is appended to ``args`` (the
         caller's list, which it gives up). A profiling stream takes :meth:`launch`.
 
-        Its ``replay`` is ``[call, version]`` after a launch made through
-        ``launch_call.py`` (else ``[None, 0]``): ``call(version)`` makes that launch
-        again, same geometry and parameter bytes, while nothing launched through this
-        function since (returns 0, or nonzero without launching: see ``Driver.
-        bind_launch``). Its parameters live in a buffer of its own, written only here."""
+        Its ``replay`` is ``[call, version, id(args)]`` after a launch made through
+        ``launch_call.py`` with the same KernelArgs as the one before it (else ``[None,
+        0, 0]``): ``call(version)`` makes that launch again, same geometry and parameter
+        bytes, while nothing launched through this function since (returns 0, or
+        nonzero without launching: see ``Driver.bind_launch``). Its parameters live in a
+        buffer of its own, written only here."""
         if stream.profiling:
             def launch_profiled(global_size, local_size, args, scratch_bytes=0):
                 args.append(trailing)
                 return self.launch(stream, global_size, local_size, args, scratch_bytes)
-            launch_profiled.replay = [None, 0]
+            launch_profiled.replay = list(_NO_REPLAY)
             return launch_profiled
         fn, handle, ctx = self.function, stream.handle, self.program.device._ctx
         token, grid, tls, launch_kernel = stream.plain_token, self._grid, _tls, cu.cuLaunchKernel
@@ -515,7 +517,7 @@ class CudaKernel:
         def call_of(found):   # the builtin of this record, once launch_call() is made
             return found[0](ctypes.addressof(record)) if found and found[0] else None
         call = call_of(made[0])
-        replay = [None, 0]
+        replay = list(_NO_REPLAY)
         versions = itertools.count(1)
         # (packer, global size, local size, dynamic shared bytes, geometry) of the last
         # launch: a launch loop repeats them, and the record holds them.
@@ -540,7 +542,7 @@ class CudaKernel:
                         _write(record, launch=made[0][1], function=int(fn),
                                stream=int(handle), context=int(ctx),
                                get_context=made[0][2], **packer.location())
-                shared = packer.pack(args, scratch_bytes)
+                shared, repeated = packer.pack(args, scratch_bytes)
                 if global_size is last[1] and local_size is last[2] and shared == last[3] \
                         and packer is last[0]:
                     geometry = last[4]
@@ -554,7 +556,7 @@ class CudaKernel:
                 # An empty range (SYCL allows it) runs nothing; CUDA refuses a 0 grid.
                 if not geometry[0] * geometry[1] * geometry[2]:
                     err = 0
-                    replay[:] = None, 0
+                    replay[:] = _NO_REPLAY
                 elif call is not None:
                     version = record[_VERSION] = next(versions)
                     err = call(version)
@@ -562,7 +564,9 @@ class CudaKernel:
                         _call(cu.cuCtxSetCurrent, ctx)
                         tls.ctx = ctx
                         err = call(version)
-                    replay[:] = (call, version) if err == 0 else (None, 0)
+                    # (The caller's list names its launch: ``id`` of an object it holds.)
+                    replay[:] = (call, version, id(args)) if repeated and not err else \
+                        _NO_REPLAY
                 else:
                     err = launch_kernel(fn, *geometry, shared, handle, packer.params, 0)[0]
             finally:
@@ -583,6 +587,7 @@ def _write(record, **fields) -> None:
 
 _GEOMETRY, _VERSION = WORD["gx"], WORD["version"]
 _REFUSED = -1   # what a launch call returns when it launched nothing
+_NO_REPLAY = (None, 0, 0)
 assert FIELDS[_GEOMETRY:_GEOMETRY + 7] == ("gx", "gy", "gz", "bx", "by", "bz", "shared")
 
 
