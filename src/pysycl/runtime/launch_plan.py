@@ -49,7 +49,7 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "last_nd_range", "reducers", "last_token", "replay", "again", "replays")
+                 "last_nd_range", "reducers", "last_token", "replay", "again", "again2", "replays")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue
@@ -91,11 +91,12 @@ class LaunchPlan:
         # sycl.reduction arguments are bound to each launch's range (runtime/reduction.py).
         self.reducers = packer.has_reducers
         self.last_token = None   # the token of the last launch holding objects (_issued)
-        # A launch loop's launch made again (runtime/replay.py): ``again(range, args)``,
-        # armed by the second of two launches with the same arguments where the
-        # driver's bound launch can make its last launch again (its ``replay``).
+        # Launch loops' launches made again (runtime/replay.py): ``again(range, args)``,
+        # armed by a launch the driver's bound launch found the repeat of one in its
+        # records (its ``replay``); ``again2``, the one armed before (a loop whose
+        # launches alternate two sets of arguments).
         self.replay = None
-        self.again = None
+        self.again = self.again2 = None
         self.replays = packer.pointers is not None and not self.poll and not self.waits
 
     # The launch --------------------------------------------------------------------------
@@ -108,6 +109,11 @@ class LaunchPlan:
             ev = again(space, args)
             if ev is not None:
                 return ev
+            again = self.again2
+            if again is not None:
+                ev = again(space, args)
+                if ev is not None:
+                    return ev
         last = self.last_space
         if space is last[0] or (space.__class__ is range_cls and space == last[0]):
             global_size, local_size, offset = last[1]
@@ -270,11 +276,11 @@ class LaunchPlan:
                                     local_bytes)
 
     def _arm(self, space, args, packed, tok) -> None:
-        """After a launch through the bound launch: a launch the driver found repeated
-        the one before it (the same KernelArgs: a launch loop) arms ``again`` with it
-        (``runtime/replay.py``), where its range was remembered as unchangeable
-        (``index_space``)."""
-        self.again = None   # (the launch rewrote the driver's record: the old one is dead)
+        """After a launch through the bound launch: a launch the driver found the repeat
+        of one in its records (the same KernelArgs: a launch loop) arms ``again`` with
+        it (``runtime/replay.py``), where its range was remembered as unchangeable
+        (``index_space``). (An armed launch whose record was rewritten since is refused
+        by the driver: it takes the general path.)"""
         call, version, launched = self.replay
         if call is None or launched != id(packed):   # (not this launch's: another thread's)
             return
@@ -287,8 +293,10 @@ class LaunchPlan:
         elif space is not self.last_space[0] and (space.__class__ is not range_cls or
                                                   space != self.last_space[0]):
             return
-        self.again = arm_replay(self.queue, self.packer.pointers, space, args, packed, call,
-                                version, tok)
+        again = arm_replay(self.queue, self.packer.pointers, space, args, packed, call,
+                           version, tok)
+        if again is not None:
+            self.again, self.again2 = again, self.again
 
     def _event(self, tok, keep):
         """The event of a launch the driver issued, token ``tok``, found not complete:

@@ -206,3 +206,30 @@ def test_freed_arrays_give_their_memory_back_after_a_launch_loop(gpu):
     gc.collect()
     err, free_after, _total = cu.cuMemGetInfo()
     assert free_after - free_before >= 2 * n * 4 * 0.9
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_alternating_launches_run_with_their_own_arguments(gpu, in_order):
+    # A stencil's two buffers: launches alternate a -> b and b -> a; both are made
+    # again from the driver's two records, each with its own arguments.
+    q = sycl.queue(gpu, in_order=in_order)
+    rng = np.random.default_rng(25)
+    n = 2048
+    ha, hb = small_ints(rng, n), small_ints(rng, n)
+    a, b = on_device(q, ha), on_device(q, hb)
+    r = sycl.range(n)
+    ea, eb = ha.copy(), hb.copy()
+    for step in range(30):
+        if step % 2:
+            q.parallel_for(r, accumulate, b, a, F32(1))
+            ea += eb
+        else:
+            q.parallel_for(r, accumulate, a, b, F32(1))
+            eb += ea
+    plan = q._plans.entries[accumulate]
+    assert plan.again is not None and plan.again2 is not None
+    q.wait()
+    np.testing.assert_array_equal(to_host(q, a, n), ea)
+    np.testing.assert_array_equal(to_host(q, b, n), eb)
+    sycl.free(a, q)
+    sycl.free(b, q)

@@ -150,9 +150,10 @@ def test_arg_packer_layout():
             A(KernelArgKind.bytes, b"abcdefghijkl"), A(KernelArgKind.local, 8),
             A(KernelArgKind.mem, None)]
     packer = drv._ArgPacker(args)
-    shared, repeated = packer.pack(args, scratch_bytes=40)
+    shared = packer.pack(args, scratch_bytes=40)
     # scratch 40 -> first local at 48, 100 bytes -> next at 160, 8 bytes -> total 176
-    assert shared == 176 and not repeated
+    assert shared == 176
+    assert not packer.holds(args, 40)     # local offsets: packed at every launch
     ptrs = [packer.pointers[i] for i in range(len(args))]
     read = lambda i, n: ctypes.string_at(ptrs[i], n)
     assert struct.unpack("<Q", read(0, 8))[0] == 0x1234
@@ -166,9 +167,9 @@ def test_arg_packer_layout():
 
 
 def test_arg_packer_repeats_only_the_same_live_arguments():
-    # Packing the same KernelArg objects again writes nothing and says so; other
-    # objects (even equal ones) are written. The packer refers to the last ones weakly:
-    # a freed array's KernelArg, and the memory it holds, goes.
+    # ``holds``: the buffer holds these very KernelArg objects (not equal ones) and
+    # scratch size already. The packer refers to them weakly: a freed array's
+    # KernelArg, and the memory it holds, goes.
     import gc
     import weakref
     A = KernelArg
@@ -177,19 +178,17 @@ def test_arg_packer_repeats_only_the_same_live_arguments():
     args = [A(KernelArgKind.mem, words[0]), A(KernelArgKind.scalar, struct.pack("<q", words[1]))]
     packer = drv._ArgPacker(args)
     read = lambda i: struct.unpack("<Q", ctypes.string_at(packer.pointers[i], 8))[0]  # noqa
-    assert packer.pack(args, 0) == (0, False)
-    assert packer.pack(list(args), 0) == (0, True)
-    assert packer.pack(list(args), 16) == (16, False)           # other scratch bytes
-    equal = [A(KernelArgKind.mem, words[0]), args[1]]
-    assert packer.pack(equal, 16) == (16, False)
+    assert not packer.holds(args, 0)
+    assert packer.pack(args, 0) == 0 and [read(0), read(1)] == words[:2]
+    assert packer.holds(list(args), 0)
+    assert not packer.holds(list(args), 16)                     # other scratch bytes
+    assert not packer.holds([A(KernelArgKind.mem, words[0]), args[1]], 0)   # equal
+    assert not packer.holds(args[:1], 0)
     other = [A(KernelArgKind.mem, words[2]), A(KernelArgKind.scalar, struct.pack("<q", words[3]))]
-    assert packer.pack(other, 16) == (16, False) and [read(0), read(1)] == words[2:4]
+    assert packer.pack(other, 16) == 16 and [read(0), read(1)] == words[2:4]
+    assert packer.holds(other, 16) and not packer.holds(args, 16)
     gone = weakref.ref(other[0])
-    del other, equal
+    del other
     gc.collect()
     assert gone() is None                                        # not kept by the packer
-    assert packer.pack(args, 16) == (16, False) and [read(0), read(1)] == words[:2]
-
-
-def test_discovery_never_raises():
-    assert isinstance(drv.CudaDriver().discover(), list)
+    assert not packer.holds([A(KernelArgKind.mem, words[2]), args[1]], 16)

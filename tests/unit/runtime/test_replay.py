@@ -235,41 +235,48 @@ def test_an_nd_range_is_compared_by_its_ranges():
 
 
 def test_a_plan_arms_only_with_the_driver_record_of_its_own_launch():
-    # The plan arms ``again`` after a launch the driver reports repeated, with that
-    # launch's version; a record another thread's launch wrote since is never taken.
+    # The plan arms ``again`` after a launch the driver reports the repeat of one in its
+    # records, with that launch's version; the one armed before stays as ``again2``
+    # (alternating launches); a record another thread's launch wrote is never taken.
     q = sycl.queue(sycl.cpu_selector_v)
     x = sycl.malloc_shared(64, np.float32, q)
     y = sycl.malloc_shared(64, np.float32, q)
     r, k = sycl.range(64), np.float32(2)
     q.parallel_for(r, scale, x, y, k).wait()
     plan = q._plans.entries[scale]
-    real, call, versions = plan.bound, Call(), iter(range(1, 100))
-    steal = []
+    real, versions, steal = plan.bound, iter(range(1, 100)), []
+    calls = {}   # version -> Call
 
     def bound(global_size, local_size, packed, local_bytes):
-        # As the CUDA driver's: a launch repeating the one before it can be made again.
+        # As the CUDA driver's: two records, the most recent first.
         token = real(global_size, local_size, packed, local_bytes)
-        last, bound.last = bound.last, list(packed)
-        repeated = last is not None and len(last) == len(packed) and all(
-            a is b for a, b in zip(last, packed))
+        key = tuple(map(id, packed))
+        repeated = key in bound.records
+        bound.records = [key] + [k for k in bound.records if k != key][:1]
+        version = next(versions)
+        calls[version] = Call()
         launched = id(packed) if not steal else id(steal)   # another thread's launch
-        bound.replay[:] = (call, next(versions), launched) if repeated else (None, 0, 0)
+        bound.replay[:] = (calls[version], version, launched) if repeated else (None, 0, 0)
         return token
-    bound.replay, bound.last = [None, 0, 0], None
+    bound.replay, bound.records = [None, 0, 0], []
     plan.bound, plan.replay, plan.poll, plan.replays = bound, bound.replay, False, True
     q.parallel_for(r, scale, x, y, k)
     assert plan.again is None               # a first launch is not a loop yet
     q.parallel_for(r, scale, x, y, k)
-    assert plan.again is not None
-    version = bound.replay[1]
+    xy = plan.again
+    assert xy is not None and plan.again2 is None
     q.parallel_for(r, scale, x, y, k)      # made again: the driver is not asked
-    assert call.versions == [version]
-    q.parallel_for(r, scale, y, x, k)      # another launch: disarmed
-    assert plan.again is None
-    q.parallel_for(r, scale, y, x, k)
-    assert plan.again is not None           # repeated: armed again
-    q.parallel_for(r, scale, x, y, k)
+    assert len(calls) == 2 and [len(c.versions) for c in calls.values()] == [0, 1]
+    q.parallel_for(r, scale, y, x, k)      # another launch: the general path
+    q.parallel_for(r, scale, y, x, k)      # its repeat: armed, the other kept
+    assert plan.again is not xy and plan.again2 is xy
+    before = len(calls)
+    for _ in range(3):                     # alternating: both made again
+        q.parallel_for(r, scale, x, y, k)
+        q.parallel_for(r, scale, y, x, k)
+    assert len(calls) == before
     steal.append(True)
-    q.parallel_for(r, scale, x, y, k)
-    assert plan.again is None               # the record names another launch
+    q.parallel_for(r, scale, x, x, k)
+    q.parallel_for(r, scale, x, x, k)      # the record names another launch: not armed
+    assert plan.again2 is xy
     q.wait()

@@ -335,7 +335,7 @@ class CudaProgram:
 class _ArgPacker:
     """Packs one kernel's KernelArg list into a fixed ctypes buffer + void*[] array."""
 
-    __slots__ = ("kinds", "struct", "storage", "pointers", "params", "pack")
+    __slots__ = ("kinds", "struct", "storage", "pointers", "params", "pack", "holds")
 
     _SLOT = {_MEM: ("Q", 8), _LOCAL: ("I", 4)}
 
@@ -371,24 +371,14 @@ class _ArgPacker:
                 "pointers": ctypes.addressof(self.pointers), "count": len(self.kinds)}
 
     def _generate_pack(self):
-        """``pack(args, scratch_bytes) -> (dynamic shared bytes, repeated)``: straight-
-        line code made for this signature (no per-argument kind dispatch at launch; half
-        the Python time of a generic loop, measured with five arguments). ``repeated``:
-        the buffer already held these arguments (the same KernelArg objects as the last
-        call, a launch loop's), so nothing was written."""
+        """``pack(args, scratch_bytes) -> dynamic shared bytes``: straight-line code made
+        for this signature (no per-argument kind dispatch at launch; half the Python
+        time of a generic loop, measured with five arguments)."""
         lines, names = ["def pack(args, scratch_bytes):"], []
         n = len(self.kinds)
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
-            if _LOCAL not in self.kinds:
-                # KernelArgs are immutable, and compared by identity (equality compares
-                # their fields, which costs more than packing when they differ) through
-                # weak references: a freed array's memory goes with its KernelArg.
-                same = " and ".join(f"a{i} is last[{i}]()" for i in range(n))
-                lines.append("    last = LAST[0]")
-                lines.append(f"    if last is not None and {same} and "
-                             "scratch_bytes == LAST[1]:")
-                lines.append("        return scratch_bytes, True")
+            if _LOCAL not in self.kinds:   # (what ``holds`` compares with, weakly)
                 lines.append("    LAST[0] = tuple(map(REF, args)); LAST[1] = scratch_bytes")
         lines.append("    end = (scratch_bytes + ALIGN - 1) & -ALIGN")
         for i, kind in enumerate(self.kinds):
@@ -401,12 +391,46 @@ class _ArgPacker:
                 lines.append(f"    v{i} = a{i}.value")
             names.append(f"v{i}")
         lines.append(f"    pack_into(storage, 0, {', '.join(names)})")
-        lines.append("    return (end if end > scratch_bytes else scratch_bytes), False")
+        lines.append("    return end if end > scratch_bytes else scratch_bytes")
+        # ``holds(args, scratch_bytes)``: the buffer holds these arguments already, the
+        # same KernelArg objects as the last ``pack`` (a launch loop's). KernelArgs are
+        # immutable, and compared by identity (equality compares their fields, which
+        # costs more than packing when they differ) through weak references: a freed
+        # array's memory goes with its KernelArg.
+        lines.append("def holds(args, scratch_bytes):")
+        if n and _LOCAL not in self.kinds:
+            same = " and ".join(f"args[{i}] is last[{i}]()" for i in range(n))
+            lines += ["    last = LAST[0]",
+                      f"    return last is not None and len(args) == {n} and {same} and "
+                      "scratch_bytes == LAST[1]"]
+        else:
+            lines.append("    return False")
         scope = {"ALIGN": LOCAL_ARG_ALIGN, "pack_into": self.struct.pack_into,
                  "storage": self.storage, "LAST": [None, None], "REF": weakref.ref}
         # Code built above from argument kinds only; named for tracebacks.
         kinds = ",".join(k.name for k in self.kinds)
-        return define(lines, f"<pysycl CUDA argument packer ({kinds})>", scope)["pack"]
+        scope = define(lines, f"<pysycl CUDA argument packer ({kinds})>", scope)
+        self.holds = scope["holds"]
+        return scope["pack"]
+
+
+class _Slot:
+    """One launch record of a bound launch (``launch_call.RECORD``) with its own
+    parameter buffer: the packer, the builtin that launches from it, and the last
+    launch's ``(global size, local size, dynamic shared bytes, geometry)``."""
+
+    __slots__ = ("record", "call", "packer", "last")
+
+    def __init__(self, made):
+        self.record = RECORD()
+        self.reset(made)
+
+    def reset(self, made) -> None:
+        """Made anew (and its record written at the next launch) now that ``made``
+        (``launch_call()``) is known."""
+        self.call = made[0](ctypes.addressof(self.record)) if made and made[0] else None
+        self.packer = None
+        self.last = (None, None, None, None)
 
 
 class CudaKernel:
@@ -471,7 +495,7 @@ class CudaKernel:
             packer = self._packer
             if packer is None or len(packer.kinds) != len(args):
                 packer = self._packer = self._make_packer(args)
-            shared = packer.pack(args, scratch_bytes)[0]
+            shared = packer.pack(args, scratch_bytes)
             if shared > self._dynamic_limit:
                 self._allow_dynamic_shared(shared)
             if stream.profiling:
@@ -495,11 +519,11 @@ class CudaKernel:
         caller's list, which it gives up). A profiling stream takes :meth:`launch`.
 
         Its ``replay`` is ``[call, version, id(args)]`` after a launch made through
-        ``launch_call.py`` with the same KernelArgs as the one before it (else ``[None,
-        0, 0]``): ``call(version)`` makes that launch again, same geometry and parameter
-        bytes, while nothing launched through this function since (returns 0, or
-        nonzero without launching: see ``Driver.bind_launch``). Its parameters live in a
-        buffer of its own, written only here."""
+        ``launch_call.py`` with the same KernelArgs as an earlier one still in its
+        record (else ``[None, 0, 0]``): ``call(version)`` makes that launch again, same
+        geometry and parameter bytes, while no launch through this function rewrote
+        that record since (returns 0, or nonzero without launching: see ``Driver.
+        bind_launch``). Its parameters live in buffers of its own, written only here."""
         if stream.profiling:
             def launch_profiled(global_size, local_size, args, scratch_bytes=0):
                 args.append(trailing)
@@ -512,47 +536,53 @@ class CudaKernel:
         # (make, cuLaunchKernel, cuCtxGetCurrent), None until made; launches on stream 0
         # never take it (see launch_call.make_launch_call).
         made = [launch_call() if int(handle) else (None, 0, 0)]
-        record = RECORD()
-
-        def call_of(found):   # the builtin of this record, once launch_call() is made
-            return found[0](ctypes.addressof(record)) if found and found[0] else None
-        call = call_of(made[0])
+        # Two records, the most recently used first: a loop whose launches alternate
+        # two sets of arguments (a stencil's two buffers) finds each one's bytes in
+        # place and can make either launch again.
+        slots = [_Slot(made[0]), _Slot(made[0])]
         replay = list(_NO_REPLAY)
         versions = itertools.count(1)
-        # (packer, global size, local size, dynamic shared bytes, geometry) of the last
-        # launch: a launch loop repeats them, and the record holds them.
-        last = [None, None, None, None, None]
 
         def launch(global_size, local_size, args, scratch_bytes=0):
-            nonlocal call
             args.append(trailing)
-            acquire()      # one launch at a time writes the parameter buffer and record
+            acquire()      # one launch at a time writes the records
             try:
                 if made[0] is None:
                     made[0] = launch_call()
-                    call = call_of(made[0])
-                    if call is not None:
-                        last[0] = None   # the record is written below, before its use
+                    if made[0] is not None:
+                        for slot in slots:
+                            slot.reset(made[0])
                 if getattr(tls, "ctx", None) is not ctx:
                     _activate(ctx)
-                packer = last[0]
+                slot = slots[0]
+                packer = slot.packer
+                repeated = packer is not None and packer.holds(args, scratch_bytes)
+                if not repeated:
+                    slots.reverse()   # the other record: the least recently used
+                    slot = slots[0]
+                    packer = slot.packer
+                    repeated = packer is not None and packer.holds(args, scratch_bytes)
+                call, record = slot.call, slot.record
+                if call is not None:
+                    record[_VERSION] = 0   # no launch again from it while it is rewritten
                 if packer is None or len(packer.kinds) != len(args):
-                    packer = self._make_packer(args)
+                    packer = slot.packer = self._make_packer(args)
+                    slot.last = (None, None, None, None)
                     if call is not None:
                         _write(record, launch=made[0][1], function=int(fn),
                                stream=int(handle), context=int(ctx),
                                get_context=made[0][2], **packer.location())
-                shared, repeated = packer.pack(args, scratch_bytes)
-                if global_size is last[1] and local_size is last[2] and shared == last[3] \
-                        and packer is last[0]:
-                    geometry = last[4]
+                shared = scratch_bytes if repeated else packer.pack(args, scratch_bytes)
+                last = slot.last
+                if global_size is last[0] and local_size is last[1] and shared == last[2]:
+                    geometry = last[3]
                 else:
                     if shared > self._dynamic_limit:
                         self._allow_dynamic_shared(shared)
                     geometry = grid(global_size, local_size)
                     if call is not None:
                         record[_GEOMETRY:_GEOMETRY + 7] = (*geometry, shared)
-                    last[:] = packer, global_size, local_size, shared, geometry
+                    slot.last = (global_size, local_size, shared, geometry)
                 # An empty range (SYCL allows it) runs nothing; CUDA refuses a 0 grid.
                 if not geometry[0] * geometry[1] * geometry[2]:
                     err = 0
