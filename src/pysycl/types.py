@@ -46,7 +46,10 @@ def as_dtype(t: Any) -> np.dtype:
     dt = getattr(t, "dtype", None)
     if isinstance(dt, np.dtype) and isinstance(t, type) and getattr(t, "__pysycl_struct__", False):
         return dt
-    return np.dtype(t)
+    try:
+        return np.dtype(t)
+    except TypeError as e:   # also a TypeError: callers that catch one still do
+        raise type_error(errc.invalid, f"{t!r} is not a data type: {e}") from None
 
 
 def vec(dtype, n: int) -> np.dtype:
@@ -56,7 +59,7 @@ def vec(dtype, n: int) -> np.dtype:
     16
     """
     if n not in (1, 2, 3, 4, 8, 16):
-        raise ValueError(f"sycl.vec size must be 1, 2, 3, 4, 8 or 16, not {n}")
+        raise value_error(errc.invalid, f"sycl.vec size must be 1, 2, 3, 4, 8 or 16, not {n}")
     base = as_dtype(dtype)
     return np.dtype((base, (4 if n == 3 else n,)), metadata={"pysycl_vec": n})
 

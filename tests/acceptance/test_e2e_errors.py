@@ -346,3 +346,37 @@ def test_exception_context_constructor_and_queries():
     with pytest.raises(sycl.exception) as info:
         sycl.device(lambda d: -1)
     assert not info.value.has_context() and info.value.code() == sycl.errc.runtime
+
+
+def test_api_misuse_is_a_sycl_exception_of_the_python_type(queue):
+    # What used to escape as a bare ValueError / TypeError / AttributeError (or was
+    # truncated silently: memcpy(..., 3.5)) is a sycl.exception with errc.invalid (or
+    # errc.accessor) that is also the Python type users expect.
+    a = sycl.malloc_shared(8, np.int32, queue)
+    cases = [
+        (lambda: queue.memcpy(a, a, "x"), TypeError, "num_bytes"),
+        (lambda: queue.memcpy(a, a, 3.5), TypeError, "num_bytes"),
+        (lambda: queue.copy(a, a, 2.0), TypeError, "count"),
+        (lambda: queue.fill(a, 1, "3"), TypeError, "count"),
+        (lambda: queue.memset(a, "x"), TypeError, "byte"),
+        (lambda: sycl.specialization_id("nope", 1), TypeError, "nope"),
+        (lambda: sycl.device_global("nope"), TypeError, "nope"),
+        (lambda: sycl.vec(np.float32, 5), ValueError, "vec size"),
+        (lambda: sycl.get_kernel_bundle(None, sycl.bundle_state.executable), TypeError,
+         "sycl.context"),
+        (lambda: sycl.has_kernel_bundle("ctx", sycl.bundle_state.executable), TypeError,
+         "sycl.context"),
+        (lambda: sycl.join(5), TypeError, "kernel_bundle"),
+        (lambda: queue.submit(None), TypeError, "command-group function"),
+    ]
+    for call, py_type, words in cases:
+        with pytest.raises(sycl.exception) as info:
+            call()
+        assert isinstance(info.value, py_type), (words, type(info.value))
+        assert info.value.code() == sycl.errc.invalid and words in str(info.value)
+    with pytest.raises(sycl.exception) as info:
+        queue.submit(lambda cgh: sycl.local_accessor(np.int32, "x", cgh))
+    assert isinstance(info.value, TypeError) and info.value.code() == sycl.errc.accessor
+    a[:] = np.arange(8)
+    queue.memcpy(a, np.full(8, 7, np.int32), np.int64(8)).wait()   # NumPy integers count
+    assert a.to_numpy().tolist() == [7, 7] + list(range(2, 8))

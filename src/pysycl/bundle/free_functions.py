@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 from ..detail.gc_pause import no_full_collections
 from ..properties.aspects import aspect
 from ..properties import properties_for
-from ..errors import errc, exception
+from ..errors import errc, exception, type_error
 from . import toolchain, warm_index
 from .device_image import bundle_state, device_image, kernel_compatible, prebuilt_image
 from .executables import (LinkSource, build_for_devices, default_source, executable_images,
@@ -45,6 +45,16 @@ def _state(state) -> bundle_state:
 
 def _aspect(name: str):
     return aspect[name]
+
+
+def _context_devices(ctx, what: str) -> list:
+    """The devices of ``ctx``; a ``TypeError`` (errc.invalid) naming ``what`` when it is
+    not a context."""
+    get_devices = getattr(ctx, "get_devices", None)
+    if get_devices is None:
+        raise type_error(errc.invalid, f"{what} takes a sycl.context first, not "
+                         f"{type(ctx).__name__}")
+    return list(get_devices())
 
 
 def _check_devices(devices, allowed: Sequence, where: str) -> list:
@@ -124,7 +134,7 @@ def get_kernel_bundle(ctx, state, *, devices=None, kernel_ids=None, selector=Non
     ``selector(device_image) -> bool`` filters images.
     """
     state = _state(state)
-    ctx_devices = list(ctx.get_devices())
+    ctx_devices = _context_devices(ctx, "get_kernel_bundle")
     devs = _check_devices(ctx_devices if devices is None else devices, ctx_devices, "the context")
     _check_online_tools(state, devs)
     if kernel is not None:
@@ -157,7 +167,7 @@ def has_kernel_bundle(ctx, state, *, devices=None, kernel_ids=None, kernel=None)
     """Whether ``get_kernel_bundle`` would give a non-empty bundle (4.11.8); raises
     only for an empty device list or a device outside ``ctx``."""
     state = _state(state)
-    ctx_devices = list(ctx.get_devices())
+    ctx_devices = _context_devices(ctx, "has_kernel_bundle")
     devs = _check_devices(ctx_devices if devices is None else devices, ctx_devices, "the context")
     if _lacks_online_tools(state, devs):
         return False
@@ -284,7 +294,14 @@ def build(kb: kernel_bundle, devices=None, properties=None) -> kernel_bundle:
 def join(bundles: Iterable[kernel_bundle]) -> kernel_bundle:
     """The union of the images of bundles of one context, device set and state (4.11.10).
     ``join([])`` is an empty bundle (SYCL-CTS); spec-constant values are carried."""
-    bundles = list(bundles)
+    try:
+        bundles = list(bundles)
+    except TypeError:
+        bundles = [bundles]
+    for b in bundles:
+        if not isinstance(b, kernel_bundle):
+            raise type_error(errc.invalid, f"join takes a list of kernel_bundles, not "
+                             f"{type(b).__name__}")
     if not bundles:
         return kernel_bundle(None, [], bundle_state.executable, [])
     ctx = _common_context(bundles, "join")

@@ -665,8 +665,12 @@ class local_accessor:
 
     def __init__(self, dtype, shape, cgh=None):
         self.dtype = types.as_dtype(dtype)
-        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
-            int(s) for s in shape)
+        try:
+            shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
+                int(s) for s in shape)
+        except (TypeError, ValueError):
+            raise type_error(errc.accessor, f"local_accessor shape must be an int or a tuple "
+                             f"of ints, not {shape!r}") from None
         if not 1 <= len(shape) <= 3 or any(s <= 0 for s in shape):
             raise exception(errc.accessor, f"local_accessor shape {shape} must have 1-3 "
                             "positive extents")

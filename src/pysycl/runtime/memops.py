@@ -326,6 +326,14 @@ def _submit_copy(cgh, dst: _Side, src: _Side, nbytes: int, what: str) -> None:
     cgh._set_command(STREAM, run, what)
 
 
+def _size(value, what: str) -> int:
+    """A byte or element count (or offset) given to a memory command: an integer (Python
+    or NumPy; not a bool, not a float, which would be truncated silently)."""
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise type_error(errc.invalid, f"{what} must be an integer, not {value!r}")
+    return value.__index__()
+
+
 def memcpy(cgh, dst, src, num_bytes=None, offset=0) -> None:
     """``handler.memcpy``: ``num_bytes`` from ``src`` to ``dst``; ``offset`` (bytes)
     applies to a device_global side."""
@@ -334,8 +342,9 @@ def memcpy(cgh, dst, src, num_bytes=None, offset=0) -> None:
     pair = _device_global_pair(d, s, "memcpy")
     if pair is not None:
         g, h = pair
-        n = _dg_range(g, int(offset), None if num_bytes is None and g is s else
-                      (h.nbytes if num_bytes is None else int(num_bytes)), 1, "memcpy")
+        n = _dg_range(g, _size(offset, "memcpy: offset"), None if num_bytes is None and
+                      g is s else (h.nbytes if num_bytes is None else
+                                   _size(num_bytes, "memcpy: num_bytes")), 1, "memcpy")
         if n > h.nbytes:
             raise exception(errc.invalid, f"memcpy of {n} bytes: the other side has "
                             f"{h.nbytes}")
@@ -343,7 +352,7 @@ def memcpy(cgh, dst, src, num_bytes=None, offset=0) -> None:
         return
     if offset:
         raise exception(errc.invalid, "memcpy: offset applies to a device_global side only")
-    n = s.nbytes if num_bytes is None else int(num_bytes)
+    n = s.nbytes if num_bytes is None else _size(num_bytes, "memcpy: num_bytes")
     if n < 0 or n > s.nbytes or n > d.nbytes:
         raise exception(errc.invalid, f"memcpy of {n} bytes: source has {s.nbytes}, "
                         f"destination {d.nbytes}")
@@ -365,8 +374,8 @@ def copy(cgh, src, dst, count=None, start_index=0) -> None:
         if count is None:
             want = None if g is s else h.nbytes
         else:
-            want = int(count) * item
-        n = _dg_range(g, int(start_index) * item, want, item, "copy")
+            want = _size(count, "copy: count") * item
+        n = _dg_range(g, _size(start_index, "copy: start_index") * item, want, item, "copy")
         if n > h.nbytes:
             raise exception(errc.invalid, f"copy of {n // item} elements: the other side has "
                             f"{h.nbytes // item}")
@@ -382,7 +391,7 @@ def copy(cgh, src, dst, count=None, start_index=0) -> None:
         raise exception(errc.invalid, "copy between two USM addresses: the element type is "
                         "unknown; use memcpy with a byte count, or pass a sycl.usm_array")
     item = (s.dtype or d.dtype or np.dtype(np.uint8)).itemsize
-    n = s.nbytes if count is None else int(count) * item
+    n = s.nbytes if count is None else _size(count, "copy: count") * item
     if n < 0 or n > s.nbytes or n > d.nbytes:
         raise exception(errc.invalid, f"copy of {n // item} elements: source has "
                         f"{s.nbytes // item}, destination {d.nbytes // item}")
@@ -412,7 +421,7 @@ def fill(cgh, dst, value, count=None) -> None:
             from None
     if len(pattern) != dtype.itemsize:
         raise exception(errc.invalid, f"fill: value {value!r} is not one {dtype} element")
-    n = d.nbytes if count is None else int(count) * dtype.itemsize
+    n = d.nbytes if count is None else _size(count, "fill: count") * dtype.itemsize
     if n < 0 or n > d.nbytes:
         raise exception(errc.invalid, f"fill of {n // dtype.itemsize} elements: destination "
                         f"has {d.nbytes // dtype.itemsize}")
@@ -422,10 +431,10 @@ def fill(cgh, dst, value, count=None) -> None:
 def memset(cgh, dst, byte, num_bytes=None) -> None:
     """``handler.memset``: ``num_bytes`` of ``dst`` (default all) set to ``byte``."""
     d = _side(cgh, dst, "memset destination", True)
-    n = d.nbytes if num_bytes is None else int(num_bytes)
+    n = d.nbytes if num_bytes is None else _size(num_bytes, "memset: num_bytes")
     if n < 0 or n > d.nbytes:
         raise exception(errc.invalid, f"memset of {n} bytes: destination has {d.nbytes}")
-    _submit_fill(cgh, d, bytes([int(byte) & 0xFF]), n, "memset")
+    _submit_fill(cgh, d, bytes([_size(byte, "memset: the byte value") & 0xFF]), n, "memset")
 
 
 # USM hints (SYCL 2020 4.9.4.3) --------------------------------------------------------
@@ -447,7 +456,7 @@ def _usm_range(obj, num_bytes, what: str) -> tuple[int, int]:
         raise exception(errc.invalid, f"{what} takes a sycl.usm_array or a USM address, "
                         f"not {type(obj).__name__}")
     end = block.ptr + block.nbytes
-    n = end - address if num_bytes is None else int(num_bytes)
+    n = end - address if num_bytes is None else _size(num_bytes, f"{what}: num_bytes")
     if n < 0 or address + n > end:
         raise exception(errc.invalid, f"{what}: {n} bytes from {address:#x} run past the end "
                         f"of the allocation ({block.nbytes} bytes at {block.ptr:#x})")

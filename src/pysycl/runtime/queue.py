@@ -37,7 +37,7 @@ from threading import get_ident as _get_ident
 from .. import config
 from ..detail import trace
 from ..detail.memo import LRUMemo, Memo
-from ..errors import errc, exception
+from ..errors import errc, exception, type_error
 from ..properties import runtime as rt_props
 from .context import context as context_cls
 from .device import device as device_cls, select_among
@@ -262,6 +262,9 @@ class queue:
                 raise secondary from primary
 
     def _submit_cgf(self, cgf, depends_on) -> event:
+        if not callable(cgf):
+            raise type_error(errc.invalid, "queue.submit takes a command-group function "
+                             f"cgf(cgh), not {type(cgf).__name__}")
         cgh = handler(self)
         if depends_on is not None:
             cgh.depends_on(depends_on)
