@@ -664,3 +664,75 @@ def test_integer_functions_on_vecs_and_upsample(queue):
     assert sycl.math.popcount(np.int8(-1)) == 8 and sycl.math.clz(np.uint32(1)) == 31
     assert sycl.math.add_sat(np.int8(100), np.int8(100)) == 127
     assert sycl.math.mul_hi(np.int64(-2), np.int64(3)) == -1
+
+
+_f4 = sycl.vec(np.float32, 4)
+_i4 = sycl.vec(np.int32, 4)
+_RELATIONS = ("isequal", "isnotequal", "isgreater", "isgreaterequal", "isless", "islessequal",
+              "islessgreater", "isordered", "isunordered")
+
+
+@sycl.kernel
+def relational_functions(it: sycl.item[1], x: sycl.global_ptr[np.float64],
+                         y: sycl.global_ptr[np.float64], out: sycl.global_ptr[np.int32],
+                         va: sycl.global_ptr[_f4], vb: sycl.global_ptr[_f4],
+                         bits: sycl.global_ptr[_i4], mask: sycl.global_ptr[_i4],
+                         picked: sycl.global_ptr[_f4]):
+    i = it.get_id(0)
+    a = x[i]
+    b = y[i]
+    base = i * 12
+    out[base + 0] = 1 if sycl.math.isequal(a, b) else 0
+    out[base + 1] = 1 if sycl.math.isnotequal(a, b) else 0
+    out[base + 2] = 1 if sycl.math.isgreater(a, b) else 0
+    out[base + 3] = 1 if sycl.math.isgreaterequal(a, b) else 0
+    out[base + 4] = 1 if sycl.math.isless(a, b) else 0
+    out[base + 5] = 1 if sycl.math.islessequal(a, b) else 0
+    out[base + 6] = 1 if sycl.math.islessgreater(a, b) else 0
+    out[base + 7] = 1 if sycl.math.isordered(a, b) else 0
+    out[base + 8] = 1 if sycl.math.isunordered(a, b) else 0
+    out[base + 9] = 1 if sycl.math.isnormal(a) else 0
+    out[base + 10] = sycl.math.any(bits[i])
+    out[base + 11] = sycl.math.all(bits[i])
+    mask[i] = sycl.math.islessequal(va[i], vb[i])
+    picked[i] = sycl.math.select(va[i], vb[i], bits[i])
+
+
+def test_relational_functions_match_numpy(queue):
+    """SYCL 2020 4.17.9: comparisons give bools on scalars and -1/0 masks on vecs, with
+    NaN, zero, a subnormal and infinity among the values; any/all test the most
+    significant bits; select picks b where c's most significant bit is set."""
+    rng = np.random.default_rng(55)
+    n = 32
+    xs, ys = rng.standard_normal(n), rng.standard_normal(n)
+    xs[:6] = [np.nan, 1.0, 0.0, 1e-310, np.inf, 2.0]
+    ys[:6] = [1.0, np.nan, -0.0, 1.0, 1.0, 2.0]
+    av = rng.standard_normal((n, 4)).astype(np.float32)
+    bv = rng.standard_normal((n, 4)).astype(np.float32)
+    bv[0] = av[0]
+    iv = rng.integers(-2**31, 2**31, (n, 4)).astype(np.int32)
+    iv[0], iv[1] = -1, 5
+    x, y = sycl.malloc_shared(n, np.float64, queue), sycl.malloc_shared(n, np.float64, queue)
+    x[:], y[:] = xs, ys
+    va, vb, picked = (sycl.malloc_shared(n, _f4, queue) for _ in range(3))
+    bits, mask = sycl.malloc_shared(n, _i4, queue), sycl.malloc_shared(n, _i4, queue)
+    np.asarray(va).view(np.float32).reshape(n, 4)[:] = av
+    np.asarray(vb).view(np.float32).reshape(n, 4)[:] = bv
+    np.asarray(bits).view(np.int32).reshape(n, 4)[:] = iv
+    out = sycl.malloc_shared(n * 12, np.int32, queue)
+    queue.parallel_for(n, relational_functions, x, y, out, va, vb, bits, mask, picked).wait()
+    got = out.to_numpy().reshape(n, 12)
+    with np.errstate(invalid="ignore"):
+        want = [xs == ys, xs != ys, xs > ys, xs >= ys, xs < ys, xs <= ys,
+                (xs < ys) | (xs > ys), ~(np.isnan(xs) | np.isnan(ys)),
+                np.isnan(xs) | np.isnan(ys),
+                np.isfinite(xs) & (np.abs(xs) >= np.finfo(np.float64).tiny),
+                (iv < 0).any(1), (iv < 0).all(1)]
+    for k, w in enumerate(want):
+        np.testing.assert_array_equal(got[:, k], w.astype(np.int32),
+                                      err_msg=(_RELATIONS + ("isnormal", "any", "all"))[k])
+    np.testing.assert_array_equal(np.asarray(mask).view(np.int32).reshape(n, 4),
+                                  np.where(av <= bv, -1, 0))
+    np.testing.assert_array_equal(np.asarray(picked).view(np.float32).reshape(n, 4),
+                                  np.where(iv < 0, bv, av))
+    assert sycl.math.bitselect(np.uint8(0xF0), np.uint8(0x0F), np.uint8(0x3C)) == 0xCC

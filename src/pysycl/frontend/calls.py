@@ -21,6 +21,7 @@ from . import builtins as catalogue
 from . import complex_numbers  # noqa: F401 - registers the complex functions in the catalogue
 from . import group_algorithms  # noqa: F401 - registers the group algorithms in the catalogue
 from . import integer_math  # noqa: F401 - registers the integer functions
+from . import relational  # noqa: F401 - registers the relational functions
 from . import kernel_api
 from .diagnostics import loc_of
 from .lowering import describe, type_name

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import builtins as catalogue
 from . import group_algorithms  # noqa: F401 - its entries are in the catalogue
 from . import integer_math  # noqa: F401 - registers the integer functions
+from . import relational  # noqa: F401 - registers the relational functions
 from .calls import (ATOMIC_RMW, GROUP_METHODS, ITEM_METHODS, ND_ITEM_METHODS,
                     SUB_GROUP_METHODS)
 from .complex_numbers import OPS as COMPLEX_OPS

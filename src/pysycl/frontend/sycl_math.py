@@ -28,8 +28,12 @@ COMMON = ("clamp", "mix", "step", "smoothstep")
 # SYCL 2020 4.17.6 integer functions (frontend/integer_math.py lowers them).
 INTEGER = ("popcount", "clz", "ctz", "abs_diff", "add_sat", "sub_sat", "hadd", "rhadd",
            "rotate", "mul_hi", "mad_hi", "mul24", "mad24", "upsample")
+# SYCL 2020 4.17.9 relational functions (frontend/relational.py lowers them).
+RELATIONAL = ("isequal", "isnotequal", "isgreater", "isgreaterequal", "isless",
+              "islessequal", "islessgreater", "isordered", "isunordered", "isnormal", "any",
+              "all", "bitselect", "select")
 __all__ = sorted([*MATH_FUNCTIONS, *EXTRA, *COMPLEX_EXTRA, *GEOMETRIC, *COMMON, *INTEGER,
-                  "native", "half_precision"])
+                  *RELATIONAL, "native", "half_precision"])
 
 # NumPy spellings of the SYCL names that differ (used here and by frontend.builtins);
 # None: NumPy's function of that name means something else (np.remainder is the floored
@@ -299,6 +303,102 @@ def upsample(hi, lo):
     wide = np.dtype(f"{hi.dtype.kind}{hi.dtype.itemsize * 2}")
     out = (hi.astype(wide) << bits) | lo.astype(wide)
     return out[()] if out.ndim == 0 else out
+
+
+def _mask(truth, like):
+    """A comparison's result as SYCL gives it: a bool for scalars, a -1/0 mask of the
+    signed integer of the elements' width for arrays (vecs)."""
+    truth = np.asarray(truth)
+    if truth.ndim == 0:
+        return bool(truth)
+    return np.where(truth, -1, 0).astype(f"i{np.asarray(like).dtype.itemsize}")
+
+
+def isequal(x, y):
+    """sycl.math.isequal: x == y (a bool; a -1/0 mask for vecs)."""
+    return _mask(np.equal(x, y), x)
+
+
+def isnotequal(x, y):
+    """sycl.math.isnotequal: x != y (true for NaN)."""
+    return _mask(np.not_equal(x, y), x)
+
+
+def isgreater(x, y):
+    """sycl.math.isgreater: x > y."""
+    return _mask(np.greater(x, y), x)
+
+
+def isgreaterequal(x, y):
+    """sycl.math.isgreaterequal: x >= y."""
+    return _mask(np.greater_equal(x, y), x)
+
+
+def isless(x, y):
+    """sycl.math.isless: x < y."""
+    return _mask(np.less(x, y), x)
+
+
+def islessequal(x, y):
+    """sycl.math.islessequal: x <= y."""
+    return _mask(np.less_equal(x, y), x)
+
+
+def islessgreater(x, y):
+    """sycl.math.islessgreater: x < y or x > y."""
+    return _mask(np.less(x, y) | np.greater(x, y), x)
+
+
+def isordered(x, y):
+    """sycl.math.isordered: neither x nor y is NaN."""
+    return _mask(~(np.isnan(x) | np.isnan(y)), x)
+
+
+def isunordered(x, y):
+    """sycl.math.isunordered: x or y is NaN."""
+    return _mask(np.isnan(x) | np.isnan(y), x)
+
+
+def isnormal(x):
+    """sycl.math.isnormal: finite, not zero and not subnormal."""
+    a = np.abs(np.asarray(x))
+    return _mask(np.isfinite(a) & (a >= np.finfo(a.dtype).tiny), x)
+
+
+def _msb(x) -> np.ndarray:
+    arr = np.asarray(x)
+    return arr.view(f"i{arr.dtype.itemsize}") < 0
+
+
+def any(x):  # noqa: A001 - SYCL's name
+    """sycl.math.any: 1 if the most significant bit of any element is set, else 0 (of a
+    scalar, a bool)."""
+    msb = _msb(x)
+    return bool(msb) if msb.ndim == 0 else int(msb.any())
+
+
+def all(x):  # noqa: A001 - SYCL's name
+    """sycl.math.all: 1 if the most significant bit of every element is set, else 0 (of a
+    scalar, a bool)."""
+    msb = _msb(x)
+    return bool(msb) if msb.ndim == 0 else int(msb.all())
+
+
+def bitselect(a, b, c):
+    """sycl.math.bitselect: each bit from b where c's bit is set, else from a."""
+    a, b, c = np.asarray(a), np.asarray(b), np.asarray(c, dtype=np.asarray(a).dtype)
+    bits = f"u{a.dtype.itemsize}"
+    r = (a.view(bits) & ~c.view(bits)) | (b.view(bits) & c.view(bits))
+    out = r.view(a.dtype)
+    return out[()] if out.ndim == 0 else out
+
+
+def select(a, b, c):
+    """sycl.math.select: c ? b : a; of arrays, b[i] where the most significant bit of
+    c[i] is set."""
+    if np.ndim(a) == 0:
+        return b if c else a
+    return np.where(_msb(c), b, a)
 
 
 def _vector(p) -> np.ndarray:
