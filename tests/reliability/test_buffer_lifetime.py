@@ -170,3 +170,21 @@ def test_failed_command_the_buffer_writes_back_and_the_error_is_kept(device):
     assert other[0] == value and np.array_equal(other[1:], kept[1:])
     with pytest.raises(ValueError):
         q.wait()
+
+
+def test_accessor_of_a_temporary_buffer_says_what_happened(device):
+    """sycl.accessor(sycl.buffer(a), cgh): the temporary buffer is closed (written back)
+    as soon as its last reference goes, before the launch; the error says so and how to
+    keep it, rather than only 'closed'."""
+    import numpy as np
+
+    import pysycl as sycl
+    q = sycl.queue(device)
+    arr = np.random.default_rng(4).integers(0, 9, 4).astype(np.int32)
+    with pytest.raises(sycl.exception) as info:
+        q.submit(lambda cgh: cgh.fill(sycl.accessor(sycl.buffer(arr), cgh), np.int32(1)))
+    assert info.value.code() == sycl.errc.invalid
+    assert "last reference" in str(info.value) and "variable" in str(info.value)
+    with sycl.buffer(arr) as buf:                     # the fix the message names
+        q.submit(lambda cgh: cgh.fill(sycl.accessor(buf, cgh), np.int32(1)))
+    assert arr.tolist() == [1, 1, 1, 1]

@@ -146,7 +146,12 @@ class _Memory:
     def _register(self, ev, write: bool) -> list:
         """Make ``ev`` the newest user of the memory; the events it must wait for."""
         if self._closed:
-            raise exception(errc.invalid, "this sycl.buffer was closed")
+            # Also what sycl.accessor(sycl.buffer(a), cgh) meets: the temporary buffer was
+            # closed (written back) when its last reference went away, before the launch.
+            raise exception(errc.invalid, "this sycl.buffer was closed (by close(), the end "
+                            "of its with block, or its last reference going away) before "
+                            "the command used it; keep the buffer in a variable while its "
+                            "commands are submitted")
         with _access_lock:
             last = self._last_write
             if write:
