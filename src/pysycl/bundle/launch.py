@@ -8,7 +8,8 @@ object images, else the kernel's input image built now (each step memoised, so a
 kernel is linked once per process and code-generated once per target and literal
 value set); the kernel's ``@sycl.external`` imports are resolved from every Python
 module imported so far. With ``bundle=`` (``use_kernel_bundle``) the kernel must be in that executable
-bundle, else ``errc.kernel_not_supported``.
+bundle, else ``errc.kernel_not_supported``. A ``sycl.kernel`` object always runs from the
+bundle it was taken from (a bound bundle does not apply to it, SYCL 2020 4.9.4.2).
 
 Launchers are kept on what they come from, per device: the default lookup's on the
 kernel's ``kernel_id``, a bundle's on the bundle (``device_caches``), each by
@@ -42,20 +43,6 @@ from .kernel_bundle import kernel_bundle, kernel_object
 from .kernel_id import get_kernel_id, kernel_id
 
 
-def _check_bound_bundle(kernel: kernel_object, bound: kernel_bundle | None) -> None:
-    """A ``sycl.kernel`` launched while ``use_kernel_bundle(bound)`` holds must come from
-    that bundle (SYCL 2020 4.9.4.2.1): ``errc.invalid`` rather than running the code and
-    specialization-constant values of another bundle."""
-    own = kernel.get_kernel_bundle()
-    if bound is None or bound is own:
-        return
-    if bound == own and bound.spec_values == own.spec_values:
-        return   # the same images and values: an equal bundle (4.11.12 reference semantics)
-    raise exception(errc.invalid, f"kernel {kernel.get_kernel_id().get_name()} was taken from "
-                    "another kernel_bundle than the one bound with use_kernel_bundle; take it "
-                    "from the bound bundle (bound.get_kernel(...)) (SYCL 2020 4.9.4.2.1)")
-
-
 def _hashable(props):
     if props is None:
         return None
@@ -71,9 +58,11 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
                  launch_properties=None) -> "Launcher":
     """A ready :class:`Launcher` for ``kernel`` (a ``@sycl.kernel`` function or a
     ``sycl.kernel`` object) on ``device`` (see module doc for the lookup)."""
-    if isinstance(kernel, kernel_object):
-        _check_bound_bundle(kernel, bundle)
-        bundle = kernel.get_kernel_bundle()  # 4.9.4.2: a kernel object uses its own bundle
+    own_bundle = isinstance(kernel, kernel_object)
+    if own_bundle:
+        # SYCL 2020 4.9.4.2: a kernel object runs from the bundle it was taken from; a
+        # bundle bound with use_kernel_bundle is ignored for it.
+        bundle = kernel.get_kernel_bundle()
     kid = get_kernel_id(kernel)
     # A user-made context has its own driver context (OpenCL): programs and the
     # spec-constant buffer are made in it. None: the driver's default context.
@@ -89,7 +78,7 @@ def get_launcher(kernel, device, context=None, *, bundle: kernel_bundle | None =
     def make() -> Launcher:
         stats.bump("launcher_builds")
         return _make_launcher(kid, device, bundle, image_selector, dict(values),
-                              launch_properties, ctx_handle)
+                              launch_properties, ctx_handle, own_bundle)
     return launchers_of(owner, device).get_or_make(key, make)
 
 
@@ -99,15 +88,17 @@ def launchers_of(owner, device) -> LRUMemo:
 
 
 def _make_launcher(kid: kernel_id, device, bundle, image_selector, values: dict[str, bytes],
-                   launch_properties, ctx_handle=None) -> "Launcher":
+                   launch_properties, ctx_handle=None, own_bundle: bool = False) -> "Launcher":
     if bundle is not None:
         if bundle.state is not bundle_state.executable:
             raise exception(errc.invalid, "use_kernel_bundle needs an executable kernel_bundle")
         images = bundle.images_for(kid, device)
         if not images:
+            which = "the kernel_bundle the sycl.kernel was taken from" if own_bundle else \
+                "the kernel_bundle bound with use_kernel_bundle"
             raise exception(errc.kernel_not_supported,
-                            f"kernel {kid.get_name()} is not in the kernel_bundle bound with "
-                            f"use_kernel_bundle for device {getattr(device, 'name', device)!r}")
+                            f"kernel {kid.get_name()} has no image in {which} for device "
+                            f"{device!r}")
         image = image_selector(images) if image_selector is not None else images[0]
         if not isinstance(image, device_image) or image not in images:
             raise exception(errc.invalid, "the image selector must return one of the images")
