@@ -51,7 +51,7 @@ class StandIn:
 
 def wired(params, offsets, geometry, function=0xF0, stream=0x5E):
     stand_in = StandIn(params, offsets)
-    call = lc.builtin_maker()(ctypes.addressof(stand_in.record))
+    call = lc.builtin_maker()(stand_in.record)
     for name, value in zip(("gx", "gy", "gz", "bx", "by", "bz", "shared"), geometry):
         stand_in.record[lc.WORD[name]] = value
     stand_in.record[lc.WORD["function"]] = function
@@ -152,6 +152,24 @@ def test_launches_keep_the_bindings_when_it_cannot_be_made(monkeypatch):
         if thread.name == "pysycl-cuda-launch":
             thread.join(10)
     assert lc.launch_call() == (None, 0, 0)     # asked once, answered for good
+
+
+def test_the_builtin_keeps_its_record():
+    import gc
+    import weakref
+    params = np.arange(2, dtype=np.uint64)
+    stand_in, _call = wired(params, [0, 8], [1, 1, 1, 1, 1, 1, 0])
+    record = lc.RECORD(*stand_in.record)          # referred to by nothing but the builtin
+    record[lc.WORD["version"]] = 4
+    call = lc.builtin_maker()(record)
+    alive = weakref.ref(record)
+    del record
+    gc.collect()
+    assert alive() is not None
+    assert call(4) == 0 and len(stand_in.calls) == 1
+    del call
+    gc.collect()
+    assert alive() is None
 
 
 def test_no_driver_library_means_no_launch_call():

@@ -428,7 +428,7 @@ class _Slot:
     def reset(self, made) -> None:
         """Made anew (and its record written at the next launch) now that ``made``
         (``launch_call()``) is known."""
-        self.call = made[0](ctypes.addressof(self.record)) if made and made[0] else None
+        self.call = made[0](self.record) if made and made[0] else None
         self.packer = None
         self.last = (None, None, None, None)
 

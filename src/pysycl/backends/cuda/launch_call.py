@@ -65,7 +65,8 @@ entry:
   %bytes = alloca [{MAX_PARAM_BYTES} x i8], align 16
   %ptrs = alloca [{MAX_PARAMS} x ptr], align 8
   %current = alloca ptr, align 8
-  %r = call ptr {c_api("PyLong_AsVoidPtr")}(ptr %self)
+  %address = call ptr {c_api("PyTuple_GetItem")}(ptr %self, i64 0)
+  %r = call ptr {c_api("PyLong_AsVoidPtr")}(ptr %address)
   %want = call i64 {c_api("PyLong_AsLongLong")}(ptr %arg)
   %minus = icmp eq i64 %want, -1
   br i1 %minus, label %maybe_raised, label %versioned
@@ -151,16 +152,16 @@ class _MethodDef(ctypes.Structure):
                 ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
 
 
-_C_API = ("PyLong_AsVoidPtr", "PyLong_AsLongLong", "PyErr_Occurred", "PyLong_FromLong",
-          "PyEval_SaveThread", "PyEval_RestoreThread")
+_C_API = ("PyTuple_GetItem", "PyLong_AsVoidPtr", "PyLong_AsLongLong", "PyErr_Occurred",
+          "PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread")
 _lock = threading.Lock()
 _made: list = []    # [(maker or None, cuLaunchKernel, cuCtxGetCurrent)] once made
 _started: list = []
 
 
 def launch_call():
-    """``(make, cuLaunchKernel, cuCtxGetCurrent)``: ``make(record address)`` is the
-    builtin ``call(version)`` of one record, and the two driver functions' addresses
+    """``(make, cuLaunchKernel, cuCtxGetCurrent)``: ``make(record)`` is the builtin
+    ``call(version)`` of one record, and the two driver functions' addresses
     go into the record; ``(None, 0, 0)`` where it cannot be made (launches go through
     cuda-bindings); None while it is being made.
 
@@ -208,9 +209,10 @@ def make_launch_call(library: str = "libcuda.so.1"):
 
 @functools.lru_cache(maxsize=None)
 def builtin_maker():
-    """``make(record address)``: the builtin ``call(version)`` of one record (made
-    once per process: the LLVM function, and the method definition every builtin
-    refers to, live as long as it does)."""
+    """``make(record)``: the builtin ``call(version)`` of one :data:`RECORD` (made once
+    per process: the LLVM function, and the method definition every builtin refers
+    to, live as long as it does). The builtin holds the record: it reads it for as
+    long as anyone can call it."""
     api = ctypes.pythonapi
     addresses = {name: ctypes.cast(getattr(api, name), ctypes.c_void_p).value
                  for name in _C_API}
@@ -224,7 +226,7 @@ def builtin_maker():
                         b"cuda_launch(version) -> CUresult, or -1 when the record changed")
     at = ctypes.addressof(method)
 
-    def make(record_address: int):
-        return new_function(at, record_address, None)
+    def make(record):
+        return new_function(at, (ctypes.addressof(record), record), None)
     make.method = method   # (kept alive with the function)
     return make
