@@ -88,6 +88,20 @@ class context:
 
     platform = property(get_platform)
 
+    def _common(self, name: str) -> list:
+        """What every device of the context supports (SYCL 2020 4.6.3 atomic queries)."""
+        lists = [getattr(d, name) for d in self._devices]
+        return [x for x in lists[0] if all(x in other for other in lists[1:])]
+
+    atomic_memory_order_capabilities = property(
+        lambda self: self._common("atomic_memory_order_capabilities"))
+    atomic_fence_order_capabilities = property(
+        lambda self: self._common("atomic_fence_order_capabilities"))
+    atomic_memory_scope_capabilities = property(
+        lambda self: self._common("atomic_memory_scope_capabilities"))
+    atomic_fence_scope_capabilities = property(
+        lambda self: self._common("atomic_fence_scope_capabilities"))
+
     def get_backend(self):
         return self._devices[0].backend
 

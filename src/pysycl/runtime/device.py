@@ -24,6 +24,9 @@ from .info import device_type as device_type_enum
 from .info import get_info
 from .info import partition_affinity_domain as domain_enum
 from .info import partition_property as partition_enum
+from .info import fp_config as fp_config_enum
+from .info import global_mem_cache_type as cache_type_enum
+from ..types import memory_order, memory_scope
 
 
 class platform:
@@ -167,6 +170,62 @@ class device:
     mem_base_addr_align = property(lambda self: self._desc.extra.get(
         "mem_base_addr_align", 512))
 
+    # More SYCL 2020 4.6.4.4 descriptors: a backend's own answer in ``extra["info"]``
+    # (OpenCL asks its driver), else what pysycl's code generation and devices give.
+    def _reported(self, key: str, default):
+        value = self._desc.extra.get("info", {}).get(key)
+        return default() if value is None else value
+
+    vendor_id = property(lambda self: self._reported("vendor_id", lambda: _CPU_VENDOR_IDS.get(
+        self._desc.vendor, 0)))
+    max_clock_frequency = property(lambda self: self._reported(
+        "max_clock_frequency", _host_clock_mhz))
+    max_parameter_size = property(lambda self: self._reported("max_parameter_size", lambda: 4096))
+    global_mem_cache_type = property(lambda self: cache_type_enum[self._reported(
+        "global_mem_cache_type", lambda: "read_write")])
+    global_mem_cache_line_size = property(lambda self: self._reported(
+        "global_mem_cache_line_size", lambda: 64))
+    global_mem_cache_size = property(lambda self: self._reported(
+        "global_mem_cache_size", _host_cache_bytes))
+    error_correction_support = property(lambda self: bool(self._reported(
+        "error_correction_support", lambda: False)))
+    profiling_timer_resolution = property(lambda self: self._reported(
+        "profiling_timer_resolution", lambda: 1))   # nanosecond clocks
+    half_fp_config = property(lambda self: self._fp_config("half"))
+    single_fp_config = property(lambda self: self._fp_config("single"))
+    double_fp_config = property(lambda self: self._fp_config("double"))
+    atomic_memory_order_capabilities = property(lambda self: [memory_order[o] for o in (
+        self._reported("atomic_memory_orders", lambda: _ALL_ORDERS))])
+    atomic_fence_order_capabilities = property(lambda self: [memory_order[o] for o in (
+        self._reported("atomic_fence_orders", lambda: _ALL_ORDERS))])
+    atomic_memory_scope_capabilities = property(lambda self: [memory_scope[o] for o in (
+        self._reported("atomic_memory_scopes", lambda: _ALL_SCOPES))])
+    atomic_fence_scope_capabilities = property(lambda self: [memory_scope[o] for o in (
+        self._reported("atomic_fence_scopes", lambda: _ALL_SCOPES))])
+    # (the native CPU runs a work-group's items in turns on one thread: no spin-waits)
+    sub_group_independent_forward_progress = property(lambda self: bool(self._reported(
+        "sub_group_independent_forward_progress", lambda: False)))
+    preferred_interop_user_sync = property(lambda self: bool(self._reported(
+        "preferred_interop_user_sync", lambda: False)))
+    backend_version = property(lambda self: self._reported(
+        "backend_version", lambda: self._desc.driver_version))
+
+    def _fp_config(self, precision: str) -> list:
+        """The capabilities of a precision the device has (empty without fp16 / fp64)."""
+        if precision != "single" and not self.has({"half": "fp16", "double": "fp64"}[precision]):
+            return []
+        names = self._reported(f"{precision}_fp_config", lambda: _FULL_FP)
+        return [fp_config_enum[n] for n in names]
+
+    def _vector_width(self, kind: str, elem: str) -> int:
+        """Elements of ``elem`` in a SIMD register (16 bytes unless the backend says);
+        0 for half and double on a device without fp16 / fp64."""
+        if elem in ("half", "double") and not self.has("fp16" if elem == "half" else "fp64"):
+            return 0
+        size = {"char": 1, "short": 2, "int": 4, "long": 8, "float": 4, "double": 8,
+                "half": 2}[elem]
+        return self._reported(f"{kind}_vector_width_{elem}", lambda: 16 // size)
+
     @property
     def max_num_sub_groups(self) -> int:
         """Work-group size over the smallest sub-group size: the most sub-groups a
@@ -273,6 +332,51 @@ class device:
         how = self._desc.extra.get("partition")
         sub = f" sub-device ({self.max_compute_units} compute units)" if how else ""
         return f"<sycl.device {self._desc.backend}:{self._desc.device_type} {self.name!r}{sub}>"
+
+
+for _kind in ("preferred", "native"):
+    for _elem in ("char", "short", "int", "long", "float", "double", "half"):
+        setattr(device, f"{_kind}_vector_width_{_elem}",
+                property(lambda self, k=_kind, e=_elem: self._vector_width(k, e)))
+del _kind, _elem
+
+_CPU_VENDOR_IDS = {"AuthenticAMD": 0x1022, "GenuineIntel": 0x8086}
+_ALL_ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")
+_ALL_SCOPES = ("work_item", "sub_group", "work_group", "device", "system")
+_FULL_FP = ("denorm", "inf_nan", "round_to_nearest", "round_to_zero", "round_to_inf", "fma",
+            "correctly_rounded_divide_sqrt")
+
+
+def _host_clock_mhz() -> int:
+    """The CPU's highest clock in MHz (cpufreq, else /proc/cpuinfo; 0 if unknown)."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read()) // 1000
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            mhz = [float(line.split(":")[1]) for line in f if line.startswith("cpu MHz")]
+        return int(max(mhz)) if mhz else 0
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _host_cache_bytes() -> int:
+    """The largest CPU cache in bytes (sysfs; 0 if unknown)."""
+    sizes = []
+    for index in range(8):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size") as f:
+                text = f.read().strip()
+        except OSError:
+            break
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            pass
+    return max(sizes, default=0)
 
 
 def _member(enum_type, value, what: str):

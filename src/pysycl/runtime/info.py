@@ -65,6 +65,27 @@ class partition_affinity_domain(enum.Enum):
     next_partitionable = "next_partitionable"
 
 
+class fp_config(enum.Enum):
+    """``sycl.info.fp_config`` (SYCL 2020 4.6.4.2): a floating-point capability."""
+
+    denorm = "denorm"
+    inf_nan = "inf_nan"
+    round_to_nearest = "round_to_nearest"
+    round_to_zero = "round_to_zero"
+    round_to_inf = "round_to_inf"
+    fma = "fma"
+    correctly_rounded_divide_sqrt = "correctly_rounded_divide_sqrt"
+    soft_float = "soft_float"
+
+
+class global_mem_cache_type(enum.Enum):
+    """``sycl.info.global_mem_cache_type`` (SYCL 2020 4.6.4.2)."""
+
+    none = "none"
+    read_only = "read_only"
+    read_write = "read_write"
+
+
 class _device(enum.Enum):
     name = "name"
     vendor = "vendor"
@@ -94,6 +115,38 @@ class _device(enum.Enum):
     max_mem_alloc_size = "max_mem_alloc_size"
     mem_base_addr_align = "mem_base_addr_align"
     max_num_sub_groups = "max_num_sub_groups"
+    vendor_id = "vendor_id"
+    max_clock_frequency = "max_clock_frequency"
+    max_parameter_size = "max_parameter_size"
+    global_mem_cache_type = "global_mem_cache_type"
+    global_mem_cache_line_size = "global_mem_cache_line_size"
+    global_mem_cache_size = "global_mem_cache_size"
+    error_correction_support = "error_correction_support"
+    profiling_timer_resolution = "profiling_timer_resolution"
+    half_fp_config = "half_fp_config"
+    single_fp_config = "single_fp_config"
+    double_fp_config = "double_fp_config"
+    atomic_memory_order_capabilities = "atomic_memory_order_capabilities"
+    atomic_fence_order_capabilities = "atomic_fence_order_capabilities"
+    atomic_memory_scope_capabilities = "atomic_memory_scope_capabilities"
+    atomic_fence_scope_capabilities = "atomic_fence_scope_capabilities"
+    sub_group_independent_forward_progress = "sub_group_independent_forward_progress"
+    preferred_interop_user_sync = "preferred_interop_user_sync"
+    backend_version = "backend_version"
+    preferred_vector_width_char = "preferred_vector_width_char"
+    preferred_vector_width_short = "preferred_vector_width_short"
+    preferred_vector_width_int = "preferred_vector_width_int"
+    preferred_vector_width_long = "preferred_vector_width_long"
+    preferred_vector_width_float = "preferred_vector_width_float"
+    preferred_vector_width_double = "preferred_vector_width_double"
+    preferred_vector_width_half = "preferred_vector_width_half"
+    native_vector_width_char = "native_vector_width_char"
+    native_vector_width_short = "native_vector_width_short"
+    native_vector_width_int = "native_vector_width_int"
+    native_vector_width_long = "native_vector_width_long"
+    native_vector_width_float = "native_vector_width_float"
+    native_vector_width_double = "native_vector_width_double"
+    native_vector_width_half = "native_vector_width_half"
 
 
 class _platform(enum.Enum):
@@ -107,6 +160,10 @@ class _context(enum.Enum):
     devices = "devices"
     platform = "platform"
     backend = "backend"
+    atomic_memory_order_capabilities = "atomic_memory_order_capabilities"
+    atomic_fence_order_capabilities = "atomic_fence_order_capabilities"
+    atomic_memory_scope_capabilities = "atomic_memory_scope_capabilities"
+    atomic_fence_scope_capabilities = "atomic_fence_scope_capabilities"
 
 
 class _queue(enum.Enum):
@@ -146,6 +203,8 @@ class info:
     event_command_status = event_command_status
     partition_property = partition_property
     partition_affinity_domain = partition_affinity_domain
+    fp_config = fp_config
+    global_mem_cache_type = global_mem_cache_type
 
 
 # The descriptors each class answers in get_info (C++ rejects the others at compile time;

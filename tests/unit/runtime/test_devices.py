@@ -63,6 +63,39 @@ def test_aspect_selector_and_callable_scores():
     assert names
 
 
+def test_every_device_descriptor_is_answered_with_its_type():
+    # SYCL 2020 4.6.4.4: each sycl.info.device descriptor answers on every device (a
+    # root device has no parent: errc.invalid), with the type the spec gives it.
+    ints = ("vendor_id", "max_clock_frequency", "max_parameter_size",
+            "global_mem_cache_line_size", "global_mem_cache_size",
+            "profiling_timer_resolution", "max_mem_alloc_size", "mem_base_addr_align")
+    for dev in sycl.device.get_devices():
+        for name in sycl.info.device.__members__:
+            descriptor = getattr(sycl.info.device, name)
+            if name == "parent_device":
+                with pytest.raises(sycl.exception):
+                    dev.get_info(descriptor)
+                continue
+            value = dev.get_info(descriptor)
+            if name in ints or "vector_width" in name:
+                assert isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        info = sycl.info.device
+        assert dev.get_info(info.global_mem_cache_type) in list(sycl.info.global_mem_cache_type)
+        single = dev.get_info(info.single_fp_config)
+        assert single and all(isinstance(c, sycl.info.fp_config) for c in single)
+        assert (dev.get_info(info.double_fp_config) != []) == dev.has(sycl.aspect.fp64)
+        assert (dev.get_info(info.preferred_vector_width_double) > 0) == dev.has(sycl.aspect.fp64)
+        orders = dev.get_info(info.atomic_memory_order_capabilities)
+        assert sycl.memory_order.relaxed in orders
+        assert all(isinstance(o, sycl.memory_order) for o in orders)
+        scopes = dev.get_info(info.atomic_fence_scope_capabilities)
+        assert sycl.memory_scope.work_group in scopes
+        ctx = sycl.context(dev)
+        assert set(ctx.get_info(sycl.info.context.atomic_memory_scope_capabilities)) == \
+            set(dev.get_info(info.atomic_memory_scope_capabilities))
+        assert isinstance(dev.get_info(info.backend_version), str)
+
+
 def test_platform_of_a_selector_or_device():
     # SYCL 2020 4.6.2: platform(selector) is the platform of the device it chooses.
     assert sycl.platform() == sycl.device().get_platform()

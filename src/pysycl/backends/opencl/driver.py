@@ -252,6 +252,58 @@ class _InFlight:
                 pass
 
 
+_FP_BITS = (("denorm", 1), ("inf_nan", 2), ("round_to_nearest", 4), ("round_to_zero", 8),
+            ("round_to_inf", 16), ("fma", 32), ("soft_float", 64),
+            ("correctly_rounded_divide_sqrt", 128))
+
+
+def _device_info(dev) -> dict:
+    """The SYCL device descriptors the driver answers (runtime.device reads them), each
+    left out when the driver does not know it."""
+    def ask(attr, convert=lambda v: v):
+        try:
+            return convert(getattr(dev, attr))
+        except (cl.Error, AttributeError, ValueError, TypeError):
+            return None
+
+    def fp(bits):
+        return tuple(name for name, bit in _FP_BITS if bits & bit)
+
+    def orders(bits):   # CL_DEVICE_ATOMIC_ORDER_RELAXED / ACQ_REL / SEQ_CST
+        out = ["relaxed"] if bits & 1 else []
+        out += ["acquire", "release", "acq_rel"] if bits & 2 else []
+        return tuple(out + (["seq_cst"] if bits & 4 else []))
+
+    def scopes(bits):   # CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM / WORK_GROUP / DEVICE / ALL_DEVICES
+        out = ["work_item"] if bits & 8 else []
+        out += ["sub_group", "work_group"] if bits & 16 else []
+        out += ["device"] if bits & 32 else []
+        return tuple(out + (["system"] if bits & 64 else []))
+    info = {"vendor_id": ask("vendor_id"), "max_clock_frequency": ask("max_clock_frequency"),
+            "max_parameter_size": ask("max_parameter_size"),
+            "global_mem_cache_type": ask("global_mem_cache_type",
+                                         lambda v: ("none", "read_only", "read_write")[v]),
+            "global_mem_cache_line_size": ask("global_mem_cacheline_size"),
+            "global_mem_cache_size": ask("global_mem_cache_size"),
+            "error_correction_support": ask("error_correction_support", bool),
+            "profiling_timer_resolution": ask("profiling_timer_resolution"),
+            "half_fp_config": ask("half_fp_config", fp),
+            "single_fp_config": ask("single_fp_config", fp),
+            "double_fp_config": ask("double_fp_config", fp),
+            "atomic_memory_orders": ask("atomic_memory_capabilities", orders),
+            "atomic_memory_scopes": ask("atomic_memory_capabilities", scopes),
+            "atomic_fence_orders": ask("atomic_fence_capabilities", orders),
+            "atomic_fence_scopes": ask("atomic_fence_capabilities", scopes),
+            "sub_group_independent_forward_progress": ask(
+                "sub_group_independent_forward_progress", bool),
+            "preferred_interop_user_sync": ask("preferred_interop_user_sync", bool),
+            "backend_version": ask("version")}
+    for kind in ("preferred", "native"):
+        for elem in ("char", "short", "int", "long", "float", "double", "half"):
+            info[f"{kind}_vector_width_{elem}"] = ask(f"{kind}_vector_width_{elem}")
+    return {k: v for k, v in info.items() if v is not None}
+
+
 def _device_type(dev) -> str:
     t = dev.type
     if t & cl.device_type.GPU:
@@ -360,7 +412,8 @@ class OpenCLDriver(Driver):
                    "max_mem_alloc_size": dev.max_mem_alloc_size,
                    "mem_base_addr_align": dev.mem_base_addr_align,
                    "address_bits": dev.address_bits,
-                   "endian_little": bool(dev.endian_little)})
+                   "endian_little": bool(dev.endian_little),
+                   "info": _device_info(dev)})
 
     def _usm_aspects(self, platform, dev, exts, aspects) -> str | None:
         api = self._api
