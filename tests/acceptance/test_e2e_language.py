@@ -1068,6 +1068,34 @@ def test_nd_item_get_offset(queue, rng):
 
 
 @sycl.kernel
+def offset_items(it: sycl.item[2], out: sycl.global_ptr[np.int64]):
+    base = (it.get_id(0) * 16 + it.get_id(1)) * 3
+    out[base] = it.get_linear_id()
+    out[base + 1] = it.get_offset(0) * 100 + it.get_offset(1)
+    out[base + 2] = it.get_range(0) * 100 + it.get_range(1)
+
+
+def test_parallel_for_with_an_offset_on_the_handler(queue, rng):
+    # cgh.parallel_for(range, id offset, kernel, ...): SYCL 2020's deprecated form; ids
+    # run from the offset, linear ids count from it.
+    if queue.get_device().backend == sycl.backend.cuda:
+        pytest.skip("the CUDA driver takes no global offset")
+    rows, cols = 3, 5
+    off = tuple(int(v) for v in rng.integers(1, 10, 2))
+    out = sycl.malloc_shared(16 * 16 * 3, np.int64, queue)
+    out[:] = -1
+    queue.submit(lambda cgh: cgh.parallel_for(sycl.range(rows, cols), sycl.id(*off),
+                                              offset_items, out)).wait()
+    got = out.to_numpy().reshape(16, 16, 3)
+    box = got[off[0]:off[0] + rows, off[1]:off[1] + cols]
+    r, c = np.indices((rows, cols))
+    np.testing.assert_array_equal(box[..., 0], r * cols + c)
+    np.testing.assert_array_equal(box[..., 1], off[0] * 100 + off[1])
+    np.testing.assert_array_equal(box[..., 2], rows * 100 + cols)
+    assert (got != -1).sum() == rows * cols * 3
+
+
+@sycl.kernel
 def offset_groups_2d(nd: sycl.nd_item[2], out: sycl.global_ptr[np.int64]):
     base = (nd.get_global_id(0) * 32 + nd.get_global_id(1)) * 4
     out[base] = nd.get_global_linear_id()

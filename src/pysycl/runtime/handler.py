@@ -22,7 +22,8 @@ from . import memops
 from .buffer import accessor, local_accessor
 from .event import BARRIER, HOST, STREAM, as_events
 from . import reduction as reductions
-from .ranges import SINGLE_TASK
+from .ranges import SINGLE_TASK, nd_range, offset_range
+from .ranges import id as id_
 from .reduction import reduction
 
 
@@ -138,6 +139,10 @@ class handler:
         given among ``args`` in parameter order or, as C++ writes them, before the
         kernel (``parallel_for(r, red1, red2, kernel, *args)``)."""
         leading = ()
+        if isinstance(kernel, id_) and args and not isinstance(range_or_nd_range, nd_range):
+            # parallel_for(range, id offset, kernel, ...): SYCL 2020's deprecated form
+            range_or_nd_range = offset_range(range_or_nd_range, kernel)
+            kernel, args = args[0], args[1:]
         if kernel.__class__ is reduction or getattr(kernel, "unbound_reducers", None):
             kernel, args, leading = reductions.prepare(kernel, args)
         elif hasattr(kernel, TUNED_COMMAND):   # sycl.autotune: it sets up the launch

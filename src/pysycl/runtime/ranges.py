@@ -240,6 +240,24 @@ def as_range(value) -> range:
     return range(*value)
 
 
+class offset_range:
+    """A ``range`` launched from ``offset`` (SYCL 2020's deprecated
+    ``parallel_for(range, id offset, kernel)``, kept as SYCL 1.2.1 code writes it): the
+    work-items' ids run from ``offset`` to ``offset + range``."""
+
+    __slots__ = ("global_range", "offset")
+
+    def __init__(self, global_range, offset):
+        self.global_range = _launch_part(global_range, "range")
+        self.offset = _launch_part(offset, "offset", id)
+        if len(self.offset) != len(self.global_range):
+            raise exception(errc.nd_range, f"parallel_for: offset {tuple(self.offset)} and "
+                            f"range {tuple(self.global_range)} have different dimensions")
+
+    def __repr__(self):
+        return f"offset_range({self.global_range!r}, {self.offset!r})"
+
+
 def launch_range(value) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """``(global, local or None, offset)`` of what ``parallel_for`` takes: an
     ``nd_range``, a ``range``, a tuple of ints or an int (Python or NumPy); each checked
@@ -255,6 +273,8 @@ def launch_range(value) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[
     """
     if isinstance(value, nd_range):
         return tuple(value.global_range), tuple(value.local_range), tuple(value.offset)
+    if isinstance(value, offset_range):
+        return tuple(value.global_range), None, tuple(value.offset)
     global_size = tuple(_launch_part(value, "range"))
     return global_size, None, _ZERO_OFFSETS[len(global_size)]
 
