@@ -510,10 +510,20 @@ class memory_scope(enum.Enum):
     system = "system"
 
 
+class fence_space(enum.Enum):
+    """``sycl.access.fence_space`` (SYCL 1.2.1, deprecated in SYCL 2020): what
+    ``nd_item.barrier(space)`` fences (pysycl's barriers fence both)."""
+
+    global_space = "global_space"
+    local_space = "local_space"
+    global_and_local = "global_and_local"
+
+
 class access:
     """``sycl.access``: SYCL's ``access`` namespace (``sycl.access.address_space.local_space``,
-    ``sycl.access.mode.read_write``)."""
+    ``sycl.access.mode.read_write``, ``sycl.access.fence_space.local_space``)."""
 
     address_space = address_space
     mode = access_mode
+    fence_space = fence_space
 

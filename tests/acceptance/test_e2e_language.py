@@ -957,6 +957,35 @@ def test_nd_item_group_and_sub_group_functions(queue):
 
 
 @sycl.kernel
+def nd_item_barriers(nd: sycl.nd_item[1], x: sycl.global_ptr[np.int32],
+                     out: sycl.global_ptr[np.int32], tile: sycl.local_accessor[np.int32, 1]):
+    lid = nd.get_local_id(0)
+    size = nd.get_local_range(0)
+    tile[lid] = x[nd.get_global_id(0)]
+    nd.barrier()
+    total = np.int32(0)
+    for j in range(size):
+        total += tile[j]
+    nd.barrier(sycl.access.fence_space.local_space)
+    tile[lid] = total + lid
+    nd.barrier(sycl.access.fence_space.global_and_local)
+    out[nd.get_global_id(0)] = tile[(lid + 1) % size]
+
+
+def test_nd_item_barrier_is_a_work_group_barrier(queue, rng):
+    # nd_item::barrier([fence_space]), deprecated in SYCL 2020 but in much SYCL code.
+    n, wg = 64, 16
+    x = rng.integers(0, 100, n).astype(np.int32)
+    xs = sycl.malloc_shared(n, np.int32, queue)
+    xs[:] = x
+    out = sycl.malloc_shared(n, np.int32, queue)
+    queue.submit(lambda cgh: cgh.parallel_for(sycl.nd_range(n, wg), nd_item_barriers, xs, out,
+                                              sycl.local_accessor(np.int32, wg, cgh))).wait()
+    sums = np.repeat(x.reshape(-1, wg).sum(1), wg)
+    np.testing.assert_array_equal(out.to_numpy(), sums + (np.arange(n) + 1) % wg)
+
+
+@sycl.kernel
 def sub_group_index_queries(nd: sycl.nd_item[1], out: sycl.global_ptr[np.int64]):
     sg = nd.get_sub_group()
     base = nd.get_global_id(0) * 4

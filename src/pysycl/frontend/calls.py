@@ -233,6 +233,15 @@ class CallRules:
                 return GroupHandle("work_group", dims)
             if name == "get_sub_group":
                 return GroupHandle("sub_group", 1)
+            if name == "barrier":
+                # nd_item::barrier([fence_space]) (deprecated in SYCL 2020): a work-group
+                # barrier, as group_barrier(nd.get_group()); every fence space is fenced.
+                if len(node.args) > 1 or node.keywords:
+                    self.error(node, "barrier() takes at most one fence space")
+                for arg in node.args:
+                    self.expr(arg)
+                self.emit("barrier", [], attrs={"scope": "work_group"}, node=node)
+                return Obj(None)
             return self.query(ND_ITEM_METHODS, name, dims, node, "nd_item")
         if kind in ("item", "id"):
             return self.query(ITEM_METHODS, name, dims, node, kind)

@@ -159,8 +159,9 @@ def _methods_section() -> list[str]:
     out += _methods("`sycl.item` / `sycl.id`", ITEM_METHODS,
                     "`it[d]` is `it.get_id(d)`; without `d` a query returns a tuple.")
     out += _methods("`sycl.nd_item`", ND_ITEM_METHODS,
-                    "Also `get_group()` (a `sycl.group`), `get_group(d)` and "
-                    "`get_sub_group()`.")
+                    "Also `get_group()` (a `sycl.group`), `get_group(d)`, "
+                    "`get_sub_group()` and `barrier([fence_space])` (deprecated in SYCL "
+                    "2020: `sycl.group_barrier(nd.get_group())`).")
     out += _methods("`sycl.group`", GROUP_METHODS)
     out += _methods("`sycl.sub_group`", SUB_GROUP_METHODS)
     out += ["### Accessors", "", "| method | IR op |", "|---|---|",
