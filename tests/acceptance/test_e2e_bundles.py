@@ -378,3 +378,42 @@ def test_save_and_load_bundle(queue, rng, tmp_path):
     with pytest.raises(sycl.exception) as info:
         sycl.load_kernel_bundle(ctx, path)
     assert info.value.code() == sycl.errc.invalid
+
+
+@sycl.kernel(properties=sycl.properties(sycl.work_group_size(4, 8)))
+def fixed_tile(nd: sycl.nd_item[2], out: sycl.global_ptr[np.int64],
+               tile: sycl.local_accessor[np.int64, 1]):
+    tile[nd.get_local_linear_id()] = nd.get_global_linear_id()
+    sycl.group_barrier(nd.get_group())
+    out[nd.get_global_linear_id()] = sycl.reduce_over_group(
+        nd.get_group(), tile[nd.get_local_linear_id()], sycl.plus())
+
+
+def test_kernel_device_specific_info(queue):
+    """SYCL 2020 4.11.13.2: kernel.get_info(info.kernel_device_specific.X, device); a
+    work-group of work_group_size items launches; a required size is reported."""
+    dev, ctx = queue.get_device(), queue.get_context()
+    ids = [sycl.get_kernel_id(fixed_tile), sycl.get_kernel_id(affine_i64)]
+    kb = sycl.get_kernel_bundle(ctx, sycl.bundle_state.executable, kernel_ids=ids)
+    fixed, free = (kb.get_kernel(k) for k in ids)
+    info = sycl.info.kernel_device_specific
+    assert fixed.get_info(info.work_group_size, dev) == 32
+    assert tuple(fixed.get_info(info.compile_work_group_size, dev)) == (1, 4, 8)
+    assert tuple(free.get_info(info.compile_work_group_size, dev)) == (0, 0, 0)
+    assert free.get_info(info.work_group_size, dev) == dev.max_work_group_size
+    sizes = dev.get_info(sycl.info.device.sub_group_sizes)
+    assert free.get_info(info.max_sub_group_size, dev) == max(sizes)
+    assert free.get_info(info.preferred_work_group_size_multiple, dev) >= 1
+    assert fixed.get_info(info.max_num_sub_groups, dev) * min(sizes) <= 32
+    out = sycl.malloc_shared(64, np.int64, queue)
+    queue.submit(lambda cgh: cgh.parallel_for(
+        sycl.nd_range(sycl.range(8, 8), sycl.range(4, 8)), fixed, out,
+        sycl.local_accessor(np.int64, fixed.get_info(info.work_group_size, dev), cgh))).wait()
+    ids_by_group = np.arange(64).reshape(2, 32)
+    np.testing.assert_array_equal(out.to_numpy(), np.repeat(ids_by_group.sum(1), 32))
+    with pytest.raises(sycl.exception) as e:
+        fixed.get_info(info.work_group_size)          # the device is needed
+    assert e.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception) as e:
+        fixed.get_info(sycl.info.device.name)
+    assert e.value.code() == sycl.errc.invalid

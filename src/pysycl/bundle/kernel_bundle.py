@@ -172,9 +172,67 @@ class kernel_object:
         """The backend of the bundle's devices (SYCL 2020 4.11.13)."""
         return self._bundle.get_backend()
 
-    def get_info(self, param):
+    def _properties(self) -> dict:
+        props = {}
+        for img in self._bundle.images_for(self._pysycl_kernel_id):
+            fn = img.kernel_function(self._pysycl_kernel_id)
+            if fn is not None:
+                props.update(fn.properties)
+        return props
+
+    def _device_specific(self, name: str, device):
+        """``info.kernel_device_specific`` queries (SYCL 2020 4.11.13.2) for ``device``:
+        the device's limits, narrowed by the kernel's required sizes."""
+        if device is None:
+            raise exception(errc.invalid, f"info.kernel_device_specific.{name} needs the "
+                            "device: kernel.get_info(descriptor, device)")
+        if not self._bundle.has_kernel(self._pysycl_kernel_id, device):
+            raise exception(errc.invalid, f"kernel {self._pysycl_kernel_id.get_name()} has no "
+                            f"image for {device!r} in its kernel_bundle")
+        props = self._properties()
+        required = props.get("sycl-work-group-size")
+        sizes = tuple(int(v) for v in required.split(",")) if required else None
+        sub = props.get("sycl-sub-group-size")
+        sub_sizes = tuple(device.sub_group_sizes) or (1,)
+        if name == "global_work_size":
+            raise exception(errc.invalid, "info.kernel_device_specific.global_work_size is "
+                            "only for built-in kernels")
+        if name == "work_group_size":
+            if sizes:
+                total = 1
+                for v in sizes:
+                    total *= v
+                return total
+            return device.max_work_group_size
+        if name == "compile_work_group_size":   # a range<3>: (d0, d1, d2), last fastest
+            return (1,) * (3 - len(sizes)) + sizes if sizes else (0, 0, 0)
+        if name == "preferred_work_group_size_multiple":
+            return max(sub_sizes)
+        if name == "private_mem_size":
+            return 0   # not measured: kernels' private memory lives in registers/stack
+        if name == "max_sub_group_size":
+            return int(sub) if sub else max(sub_sizes)
+        if name == "compile_sub_group_size":
+            return int(sub) if sub else 0
+        if name == "max_num_sub_groups":
+            wg = self._device_specific("work_group_size", device)
+            return max(1, wg // (int(sub) if sub else min(sub_sizes)))
+        if name == "compile_num_sub_groups":
+            return 0
+        raise exception(errc.invalid, f"unknown kernel info {name}")
+
+    def get_info(self, param, device=None):
+        """``kernel.get_info(sycl.info.kernel.function_name)``;
+        ``info.kernel_device_specific`` descriptors take the device too."""
+        family = type(param).__name__.lstrip("_")
         name = getattr(param, "name", None) or str(param)
         name = name.rsplit(".", 1)[-1]
+        if family == "kernel_device_specific":
+            return self._device_specific(name, device)
+        if family not in ("kernel", "str"):
+            raise exception(errc.invalid, f"sycl.info.{family}.{name} is not a descriptor of "
+                            "kernel (those are sycl.info.kernel.* and "
+                            "sycl.info.kernel_device_specific.*)")
         if name == "function_name":
             return self._pysycl_kernel_id.get_name()
         if name == "attributes":

@@ -189,6 +189,19 @@ class _kernel(enum.Enum):
     context = "context"
 
 
+class _kernel_device_specific(enum.Enum):
+    # Answered by bundle.kernel.get_info(descriptor, device) (SYCL 2020 4.11.13.2).
+    global_work_size = "global_work_size"
+    work_group_size = "work_group_size"
+    compile_work_group_size = "compile_work_group_size"
+    preferred_work_group_size_multiple = "preferred_work_group_size_multiple"
+    private_mem_size = "private_mem_size"
+    max_num_sub_groups = "max_num_sub_groups"
+    compile_num_sub_groups = "compile_num_sub_groups"
+    max_sub_group_size = "max_sub_group_size"
+    compile_sub_group_size = "compile_sub_group_size"
+
+
 class info:
     """``sycl.info``: ``info.device.name``, ``info.event_profiling.command_start``, ..."""
 
@@ -199,6 +212,7 @@ class info:
     event = _event
     event_profiling = _event_profiling
     kernel = _kernel
+    kernel_device_specific = _kernel_device_specific
     device_type = device_type
     event_command_status = event_command_status
     partition_property = partition_property
