@@ -78,6 +78,12 @@ class platform:
     def get_info(self, descriptor):
         return get_info(self, descriptor)
 
+    @property
+    def profile(self) -> str:
+        """``info::platform::profile``: FULL_PROFILE unless a device says otherwise."""
+        profiles = {device._wrap(d).profile for d in self._descs}
+        return "FULL_PROFILE" if profiles == {"FULL_PROFILE"} else "EMBEDDED_PROFILE"
+
     def has(self, asp) -> bool:
         return all(device._wrap(d).has(asp) for d in self._descs)
 
@@ -209,6 +215,8 @@ class device:
         "preferred_interop_user_sync", lambda: False)))
     backend_version = property(lambda self: self._reported(
         "backend_version", lambda: self._desc.driver_version))
+    # FULL_PROFILE: every device here implements all of its backend's core features.
+    profile = property(lambda self: self._reported("profile", lambda: "FULL_PROFILE"))
 
     def _fp_config(self, precision: str) -> list:
         """The capabilities of a precision the device has (empty without fp16 / fp64)."""

@@ -115,6 +115,7 @@ class _device(enum.Enum):
     max_mem_alloc_size = "max_mem_alloc_size"
     mem_base_addr_align = "mem_base_addr_align"
     max_num_sub_groups = "max_num_sub_groups"
+    profile = "profile"
     vendor_id = "vendor_id"
     max_clock_frequency = "max_clock_frequency"
     max_parameter_size = "max_parameter_size"
@@ -154,6 +155,7 @@ class _platform(enum.Enum):
     vendor = "vendor"
     version = "version"
     backend = "backend"
+    profile = "profile"
 
 
 class _context(enum.Enum):

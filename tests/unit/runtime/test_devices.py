@@ -94,6 +94,9 @@ def test_every_device_descriptor_is_answered_with_its_type():
         assert set(ctx.get_info(sycl.info.context.atomic_memory_scope_capabilities)) == \
             set(dev.get_info(info.atomic_memory_scope_capabilities))
         assert isinstance(dev.get_info(info.backend_version), str)
+        assert dev.get_info(info.profile) in ("FULL_PROFILE", "EMBEDDED_PROFILE")
+        assert dev.get_platform().get_info(sycl.info.platform.profile) in (
+            "FULL_PROFILE", "EMBEDDED_PROFILE")
 
 
 def test_platform_of_a_selector_or_device():
