@@ -21,6 +21,7 @@ import collections
 import os
 import threading
 import time
+import weakref
 
 from ..errors import errc, exception
 from .info import event_command_status, get_info, info
@@ -105,6 +106,20 @@ def interrupted(cause: BaseException) -> failure:
     err = exception(errc.runtime, f"the command was interrupted ({type(cause).__name__}) "
                                   "before it finished")
     return failure(err, delivered=True)
+
+
+# event -> weak references to the events it waits for (SYCL's event::get_wait_list), kept
+# only for commands that had dependencies: weak, so a long chain of commands does not
+# keep every earlier event alive through its successor.
+_wait_lists: "weakref.WeakKeyDictionary[event, tuple]" = weakref.WeakKeyDictionary()
+_wait_lists_lock = threading.Lock()
+
+
+def record_wait_list(ev, deps) -> None:
+    """Remember that ``ev`` waits for ``deps`` (for ``ev.get_wait_list()``)."""
+    refs = tuple(weakref.ref(d) for d in dict.fromkeys(deps) if d is not ev)
+    with _wait_lists_lock:
+        _wait_lists[ev] = refs
 
 
 def running_host_task():
@@ -271,6 +286,14 @@ class event:
         if tok is not None and _token_done(tok):
             return event_command_status.complete
         return event_command_status.running if self._started else event_command_status.submitted
+
+    def get_wait_list(self) -> list:
+        """The events this command waits for (SYCL 2020 4.6.6): its ``depends_on`` events,
+        the earlier users of its buffers and, on an in-order queue, the command before
+        it, those still alive (the list holds them weakly)."""
+        with _wait_lists_lock:
+            refs = _wait_lists.get(self, ())
+        return [e for e in (r() for r in refs) if e is not None]
 
     def get_backend(self):
         """The backend of the queue that made the event; a default-constructed event's is

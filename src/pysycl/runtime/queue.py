@@ -41,8 +41,8 @@ from ..errors import errc, exception, type_error
 from ..properties import runtime as rt_props
 from .context import context as context_cls
 from .device import device as device_cls, select_among
-from .event import (STREAM, as_events, error_box, event, new_event, running_host_task,
-                    settled, still_matters)
+from .event import (STREAM, as_events, error_box, event, new_event, record_wait_list,
+                    running_host_task, settled, still_matters)
 from .handler import handler
 from .keepalive import KeepAlive, orphans
 from .info import get_info
@@ -299,6 +299,8 @@ class queue:
                 deps = [last] if not deps else [*deps, last]
         else:
             self._record(ev)
+        if deps:
+            record_wait_list(ev, deps)
         return enqueue(self, ev, deps)
 
     def _trace(self, ev: event, what: str) -> None:

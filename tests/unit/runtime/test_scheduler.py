@@ -287,3 +287,33 @@ def test_host_task_waiting_for_itself_is_an_error_not_a_hang(in_order):
                     ("other", "waited")]
     assert other_done.status == sycl.info.event_command_status.complete
     q.wait()
+
+
+def test_event_get_wait_list():
+    # SYCL 2020 4.6.6: the events a command waits for (depends_on, the earlier user of
+    # a buffer, the previous command of an in-order queue).
+    q = sycl.queue()
+    gate = threading.Event()
+    first = q.host_task(lambda: gate.wait(10))
+    second = q.host_task(lambda: None)
+    both = q.host_task(lambda: None, depends_on=[first, second, first])
+    assert both.get_wait_list() == [first, second] and first.get_wait_list() == []
+    buf = sycl.buffer(np.zeros(4))
+
+    def use(mode):
+        def cgf(cgh):
+            acc = sycl.accessor(buf, cgh, mode)
+            cgh.host_task(lambda: acc[0])
+        return cgf
+    writer = q.submit(use(sycl.read_write))
+    reader = q.submit(use(sycl.read_only))
+    assert reader.get_wait_list() == [writer]
+    in_order = sycl.queue(in_order=True)
+    head = in_order.host_task(lambda: gate.wait(10))
+    tail = in_order.host_task(lambda: None)
+    assert tail.get_wait_list() == [head]
+    gate.set()
+    q.wait()
+    in_order.wait()
+    assert sycl.event().get_wait_list() == []
+    buf.close()
