@@ -188,3 +188,49 @@ def test_accessor_of_a_temporary_buffer_says_what_happened(device):
     with sycl.buffer(arr) as buf:                     # the fix the message names
         q.submit(lambda cgh: cgh.fill(sycl.accessor(buf, cgh), np.int32(1)))
     assert arr.tolist() == [1, 1, 1, 1]
+
+
+def test_set_final_data_and_set_write_back(device):
+    """SYCL 2020 4.7.2.3: set_final_data(array) sends the contents there at close (also
+    from a buffer made from a list), set_final_data(None) and set_write_back(False)
+    send them nowhere (the user's array is only changed where the device works in it
+    directly: not for a strided array, which the buffer copies)."""
+    import numpy as np
+
+    import pysycl as sycl
+    q = sycl.queue(device)
+    rng = np.random.default_rng(23)
+
+    def add_one(buf):
+        q.submit(lambda cgh: cgh.fill(sycl.accessor(buf, cgh, sycl.write_only),
+                                      np.float32(7)))
+
+    values = rng.random(8).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    b = sycl.buffer(list(values), dtype=np.float32)
+    b.set_final_data(out)
+    add_one(b)
+    b.close()
+    assert (out == 7).all()
+    big = rng.random(16).astype(np.float32)
+    strided = big[::2]
+    before = strided.copy()
+    redirected = np.zeros(8, np.float64)              # float32 -> float64: same kind
+    for configure, where in ((lambda b: b.set_write_back(False), None),
+                             (lambda b: b.set_final_data(None), None),
+                             (lambda b: b.set_final_data(redirected), redirected)):
+        with sycl.buffer(strided) as b:
+            configure(b)
+            add_one(b)
+        np.testing.assert_array_equal(strided, before)
+        if where is not None:
+            assert (where == 7).all()
+    parent = sycl.buffer(np.zeros(8, np.float32))
+    sub = sycl.buffer(parent, sycl.id(2), sycl.range(4))
+    for call in (lambda: sub.set_final_data(out), lambda: sub.set_write_back(False),
+                 lambda: parent.set_final_data(np.zeros(4, np.float32)),
+                 lambda: parent.set_final_data(np.zeros(8, np.int32))):
+        with pytest.raises(sycl.exception) as e:
+            call()
+        assert e.value.code() == sycl.errc.invalid
+    parent.close()

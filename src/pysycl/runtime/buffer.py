@@ -141,6 +141,10 @@ class _Memory:
         self._lock = threading.RLock()   # (reentrant: see _access_lock)
         self._closed = False
         self.read_only = False        # made from a read-only array: no accessor writes
+        # set_final_data / set_write_back (SYCL 2020 4.7.2.3): where close() writes the
+        # contents (_USER: the user's array, if the buffer works on a copy of it).
+        self.final = _USER
+        self.write_back = True
 
     # Ordering --------------------------------------------------------------------------
     def _register(self, ev, write: bool) -> list:
@@ -219,6 +223,16 @@ class _Memory:
                             self.nbytes).wait()
         self._valid = {key} if write else self._valid | {key}
 
+    def _contents(self) -> np.ndarray:
+        """The current contents (flat), from the device copy that holds them without
+        making the host storage current."""
+        if "host" in self._valid:
+            return self._host
+        driver, mem, _ = self._device_mem[next(iter(self._valid))]
+        out = np.empty_like(self._host)
+        driver.copy(None, memoryview(out).cast("B"), 0, mem, 0, self.nbytes).wait()
+        return out
+
     def _make_host_valid(self, write: bool = False) -> None:
         if "host" not in self._valid:
             driver, mem, _ = self._device_mem[next(iter(self._valid))]
@@ -239,16 +253,26 @@ class _Memory:
             self._wait_all(raise_errors)
         except Exception as e:   # a failed command's error: raised after the write-back
             error = e
-        self._make_host_valid()
-        if self._user is not None:
+        if self.final is _USER and self.write_back:
+            self._make_host_valid()
+            if self._user is not None:
+                with rt_props.host_lock(self._properties):
+                    np.copyto(self._user, self._host.reshape(self._user.shape))
+        elif self.final is not _USER and self.final is not None and self.write_back:
+            # set_final_data: the elements in order, as C++ copies them; the array the
+            # buffer was made from is left as the device work left it
             with rt_props.host_lock(self._properties):
-                np.copyto(self._user, self._host.reshape(self._user.shape))
+                np.copyto(self.final.reshape(-1)[:self._host.size], self._contents(),
+                          casting="same_kind")
         for driver, mem, _ in self._device_mem.values():
             driver.free(mem)
         self._device_mem.clear()
         self._closed = True
         if error is not None:
             raise error
+
+
+_USER = object()   # _Memory.final: write back to the user's array (the default)
 
 
 # Buffers alive at interpreter exit are closed (waited for and written back) while the
@@ -428,6 +452,38 @@ class buffer:
 
     def get_size(self) -> int:
         return self.nbytes
+
+    def set_final_data(self, final_data=None) -> None:
+        """Where the contents go when the buffer is closed (SYCL 2020 4.7.2.3): a
+        writable NumPy array (or buffer-protocol object) of at least as many elements,
+        or None for nowhere. (On a device that works in the user's array itself, that
+        array holds the results anyway.)"""
+        self._check_parent("set_final_data")
+        if final_data is None:
+            self._mem.final = None
+            return
+        target = np.asarray(final_data)
+        if not target.flags.writeable or not target.flags.c_contiguous:
+            raise exception(errc.invalid, "set_final_data needs a writable C-contiguous "
+                            "array")
+        if target.size < self.size:
+            raise exception(errc.invalid, f"set_final_data: the array has {target.size} "
+                            f"elements, the buffer {int(self.size)}")
+        if not np.can_cast(self.dtype, target.dtype, "same_kind"):
+            raise type_error(errc.invalid, f"set_final_data: cannot write {self.dtype} "
+                             f"elements into an array of {target.dtype}")
+        self._mem.final = target
+
+    def set_write_back(self, flag: bool = True) -> None:
+        """Whether closing the buffer writes its contents back (SYCL 2020 4.7.2.3); with
+        nowhere to write to, no effect."""
+        self._check_parent("set_write_back")
+        self._mem.write_back = bool(flag)
+
+    def _check_parent(self, what: str) -> None:
+        if self._parent is not None:
+            raise exception(errc.invalid, f"{what} on a sub-buffer: set it on the parent "
+                            "buffer, which writes back")
 
     def get_access(self, cgh=None, *args, **kw):
         """``buf.get_access(cgh, mode)``: an accessor (with ``cgh``) or a host accessor."""
