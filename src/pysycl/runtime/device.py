@@ -26,6 +26,7 @@ from .info import partition_affinity_domain as domain_enum
 from .info import partition_property as partition_enum
 from .info import fp_config as fp_config_enum
 from .info import global_mem_cache_type as cache_type_enum
+from .info import local_mem_type as local_mem_enum
 from ..types import memory_order, memory_scope
 
 
@@ -215,6 +216,9 @@ class device:
         "preferred_interop_user_sync", lambda: False)))
     backend_version = property(lambda self: self._reported(
         "backend_version", lambda: self._desc.driver_version))
+    # Local memory of its own on GPUs; in the host's RAM (global memory) on CPUs.
+    local_mem_type = property(lambda self: local_mem_enum[self._reported(
+        "local_mem_type", lambda: "local" if self._desc.device_type == "gpu" else "global")])
     # FULL_PROFILE: every device here implements all of its backend's core features.
     profile = property(lambda self: self._reported("profile", lambda: "FULL_PROFILE"))
 

@@ -86,6 +86,13 @@ class global_mem_cache_type(enum.Enum):
     read_write = "read_write"
 
 
+# ``sycl.info.local_mem_type`` (SYCL 2020 4.6.4.2): ``none``, ``local``, ``global`` (a
+# Python keyword: ``local_mem_type["global"]``, or its alias ``local_mem_type.global_``).
+local_mem_type = enum.Enum("local_mem_type", [("none", "none"), ("local", "local"),
+                                              ("global", "global"), ("global_", "global")],
+                           module=__name__, qualname="local_mem_type")
+
+
 class _device(enum.Enum):
     name = "name"
     vendor = "vendor"
@@ -116,6 +123,7 @@ class _device(enum.Enum):
     mem_base_addr_align = "mem_base_addr_align"
     max_num_sub_groups = "max_num_sub_groups"
     profile = "profile"
+    local_mem_type = "local_mem_type"
     vendor_id = "vendor_id"
     max_clock_frequency = "max_clock_frequency"
     max_parameter_size = "max_parameter_size"
@@ -221,6 +229,7 @@ class info:
     partition_affinity_domain = partition_affinity_domain
     fp_config = fp_config
     global_mem_cache_type = global_mem_cache_type
+    local_mem_type = local_mem_type
 
 
 # The descriptors each class answers in get_info (C++ rejects the others at compile time;

@@ -95,6 +95,11 @@ def test_every_device_descriptor_is_answered_with_its_type():
             set(dev.get_info(info.atomic_memory_scope_capabilities))
         assert isinstance(dev.get_info(info.backend_version), str)
         assert dev.get_info(info.profile) in ("FULL_PROFILE", "EMBEDDED_PROFILE")
+        kind = dev.get_info(info.local_mem_type)
+        assert kind in list(sycl.info.local_mem_type)
+        if dev.is_cpu():     # the CPU devices keep local memory in the host's RAM
+            assert kind is sycl.info.local_mem_type["global"] is \
+                sycl.info.local_mem_type.global_
         assert dev.get_platform().get_info(sycl.info.platform.profile) in (
             "FULL_PROFILE", "EMBEDDED_PROFILE")
 

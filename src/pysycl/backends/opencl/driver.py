@@ -297,7 +297,8 @@ def _device_info(dev) -> dict:
             "sub_group_independent_forward_progress": ask(
                 "sub_group_independent_forward_progress", bool),
             "preferred_interop_user_sync": ask("preferred_interop_user_sync", bool),
-            "backend_version": ask("version"), "profile": ask("profile")}
+            "backend_version": ask("version"), "profile": ask("profile"),
+            "local_mem_type": ask("local_mem_type", lambda v: ("none", "local", "global")[v])}
     for kind in ("preferred", "native"):
         for elem in ("char", "short", "int", "long", "float", "double", "half"):
             info[f"{kind}_vector_width_{elem}"] = ask(f"{kind}_vector_width_{elem}")
