@@ -25,7 +25,7 @@ import importlib as _importlib
 import inspect as _inspect
 import textwrap as _textwrap
 
-from .errors import compile_error, errc, exception
+from .errors import compile_error, errc, exception, make_error_code, sycl_category
 from .properties import (alignment, aspect, device_has, device_image_scope, host_access,
                          host_access_mode, implement_in_csr, init_mode, init_mode_enum,
                          max_linear_work_group_size, max_work_group_size, no_init, properties,
@@ -307,7 +307,8 @@ class device(metaclass=_TwoRoleMeta):
 
 # The public names -----------------------------------------------
 __all__ = sorted({
-    "exception", "errc", "compile_error", "kernel", "device", "struct", "vec",
+    "exception", "errc", "compile_error", "make_error_code", "sycl_category", "kernel",
+    "device", "struct", "vec",
     "global_ptr", "annotated_ptr", "spec_constant", "kernel_handler", "access", "access_mode",
     "read_only", "write_only", "read_write", "memory_order", "memory_scope", "detail",
     "properties", "property", "property_list", "work_group_size", "work_group_size_hint", "sub_group_size",

@@ -25,6 +25,34 @@ class errc(enum.Enum):
     backend_mismatch = 14
 
 
+class error_category:
+    """SYCL's error category (``sycl::sycl_category()``): the category of every ``errc``."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "sycl"
+
+    def __repr__(self) -> str:
+        return "sycl_category()"
+
+
+_SYCL_CATEGORY = error_category()
+
+
+def sycl_category() -> error_category:
+    """``sycl::sycl_category()``: the one category object of SYCL's error codes."""
+    return _SYCL_CATEGORY
+
+
+def make_error_code(code: errc) -> errc:
+    """``sycl::make_error_code(e)``: the error code of an ``errc`` (here the ``errc``
+    itself, which ``exception.code()`` also returns)."""
+    if not isinstance(code, errc):
+        raise exception(errc.invalid, f"{code!r} is not a sycl.errc")
+    return code
+
+
 class exception(Exception):
     """Every runtime error of pysycl; ``e.code()`` gives the ``errc``.
 
@@ -58,6 +86,10 @@ class exception(Exception):
 
     def what(self) -> str:
         return str(self)
+
+    def category(self) -> error_category:
+        """SYCL 2020 ``exception::category()``: ``sycl_category()``."""
+        return _SYCL_CATEGORY
 
     def has_context(self) -> bool:
         """SYCL 2020 ``exception::has_context()``: whether a context was given."""

@@ -346,6 +346,12 @@ def test_exception_context_constructor_and_queries():
     with pytest.raises(sycl.exception) as info:
         sycl.device(lambda d: -1)
     assert not info.value.has_context() and info.value.code() == sycl.errc.runtime
+    # category() is sycl_category(), named "sycl"; make_error_code gives the errc.
+    assert info.value.category() is sycl.sycl_category()
+    assert sycl.sycl_category().name() == "sycl"
+    assert sycl.make_error_code(sycl.errc.kernel) == sycl.errc.kernel
+    with pytest.raises(sycl.exception):
+        sycl.make_error_code(3)
 
 
 def test_api_misuse_is_a_sycl_exception_of_the_python_type(queue):
