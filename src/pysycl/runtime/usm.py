@@ -557,7 +557,10 @@ def aligned_alloc(alignment: int, shape, dtype, q, kind="shared",
 
 def free(a: usm_array, q=None) -> None:
     """Release ``a``; using it afterwards is ``errc.invalid``. Freeing twice is harmless.
-    NumPy views and DLPack exports of ``a`` still alive keep the memory until they die."""
+    NumPy views and DLPack exports of ``a`` still alive keep the memory until they die.
+    ``sycl.free(None, q)`` (C++'s null pointer) does nothing, as SYCL 2020 4.8.3 says."""
+    if a is None or (isinstance(a, (int, np.integer)) and not isinstance(a, bool) and a == 0):
+        return
     if not isinstance(a, usm_array):
         raise type_error(errc.invalid, f"sycl.free takes a sycl.usm_array, not "
                          f"{type(a).__name__}")

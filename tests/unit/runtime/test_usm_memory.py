@@ -24,6 +24,11 @@ def test_usm_kinds_are_host_views_on_native_cpu(q, kind):
         np.asarray(a)
     assert e.value.code() == sycl.errc.invalid
     sycl.free(a, q)                              # twice is harmless
+    sycl.free(None, q)                           # a null pointer: no effect (4.8.3)
+    sycl.free(0, q.get_context())
+    with pytest.raises(sycl.exception) as e:
+        sycl.free(np.zeros(3), q)
+    assert e.value.code() == sycl.errc.invalid
 
 
 def test_dlpack_round_trip_is_zero_copy(q):
