@@ -289,6 +289,32 @@ def _close_live_buffers() -> None:
             print(f"pysycl: writing back {buf!r} at exit failed: {e}", file=sys.stderr)
 
 
+def _max_elements(dtype) -> int:
+    return ((1 << 63) - 1) // max(np.dtype(dtype).itemsize, 1)
+
+
+def _swap_slots(a, b, cls) -> None:
+    """Exchange every attribute of two objects of ``cls`` (an accessor's ``swap``)."""
+    if type(b) is not cls:
+        raise type_error(errc.invalid, f"swap takes another {cls.__name__}, not "
+                         f"{type(b).__name__}")
+    names = [n for k in cls.__mro__ for n in getattr(k, "__slots__", ())] or []
+    names += list(vars(a)) if hasattr(a, "__dict__") else []
+    for name in dict.fromkeys(names):
+        if name in ("__weakref__", "__dict__"):
+            continue
+        has_a, has_b = hasattr(a, name), hasattr(b, name)
+        va, vb = getattr(a, name, None), getattr(b, name, None)
+        if has_b:
+            setattr(a, name, vb)
+        elif has_a:
+            delattr(a, name)
+        if has_a:
+            setattr(b, name, va)
+        elif has_b:
+            delattr(b, name)
+
+
 class _Count(int):
     """An element count that is both NumPy's ``buf.size`` and SYCL 2020's
     ``buf.size()`` (C++ code calls it; Python code reads it like an array's)."""
@@ -600,6 +626,15 @@ class accessor:
     def empty(self) -> bool:
         return self.get_count() == 0
 
+    def max_size(self) -> int:
+        """The most elements an accessor of this element type can reach (byte sizes are
+        signed 64-bit here)."""
+        return _max_elements(self._dtype)
+
+    def swap(self, other: "accessor") -> None:
+        """Exchange what the two accessors refer to (SYCL 2020 4.7.6.9.1)."""
+        _swap_slots(self, other, accessor)
+
     def is_placeholder(self) -> bool:
         return self._cgh is None
 
@@ -717,6 +752,12 @@ class host_accessor:
     def empty(self) -> bool:
         return self.get_count() == 0
 
+    def max_size(self) -> int:
+        return _max_elements(self._view.dtype)
+
+    def swap(self, other: "host_accessor") -> None:
+        _swap_slots(self, other, host_accessor)
+
 
 class local_accessor:
     """``cgh.local_accessor(dtype, shape)`` (or ``sycl.local_accessor(dtype, shape, cgh)``):
@@ -756,6 +797,12 @@ class local_accessor:
 
     def empty(self) -> bool:
         return self.nbytes == 0
+
+    def max_size(self) -> int:
+        return _max_elements(self.dtype)
+
+    def swap(self, other: "local_accessor") -> None:
+        _swap_slots(self, other, local_accessor)
 
     def __repr__(self):
         return f"<sycl.local_accessor {self.dtype} {self.shape}>"

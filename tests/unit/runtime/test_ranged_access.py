@@ -284,7 +284,26 @@ def test_sycl2020_size_queries_of_buffers_and_accessors(queue):
         assert view.shape == (1, 2)
     host = sycl.host_accessor(b, sycl.range(1, 2), sycl.id(2, 1), sycl.read_only)
     assert (host.size(), host.byte_size(), host.empty()) == (2, 16, False)
+    assert host.max_size() >= b.size
+    other = sycl.host_accessor(b, sycl.range(2, 3), sycl.id(0, 0), sycl.read_only)
+    first, second = np.array(host), np.array(other)
+    host.swap(other)                                  # SYCL's accessor::swap
+    np.testing.assert_array_equal(np.array(host), second)
+    np.testing.assert_array_equal(np.array(other), first)
+    assert (host.size(), other.size()) == (6, 2)
     host.close()
+    other.close()
+    swapped = {}
+
+    def cgf(cgh):
+        a1 = sycl.accessor(b, cgh, sycl.range(1, 1), sycl.id(0, 0), sycl.read_only)
+        a2 = sycl.accessor(b, cgh, sycl.range(2, 2), sycl.id(1, 1), sycl.read_only)
+        a1.swap(a2)
+        swapped.update(a1=(a1.size(), tuple(a1.get_offset())), a2=a2.size(),
+                       max=a1.max_size())
+        cgh.host_task(lambda: None)
+    queue.submit(cgf).wait()
+    assert swapped["a1"] == (4, (1, 1)) and swapped["a2"] == 1 and swapped["max"] >= 4
     b.close()
 
 
