@@ -289,6 +289,11 @@ def _close_live_buffers() -> None:
             print(f"pysycl: writing back {buf!r} at exit failed: {e}", file=sys.stderr)
 
 
+def _typed(flat: np.ndarray, dtype) -> np.ndarray:
+    """The buffer memory ``flat`` seen as ``dtype`` elements (a reinterpreted buffer's)."""
+    return flat if flat.dtype == dtype else flat.view(dtype)
+
+
 def _max_elements(dtype) -> int:
     return ((1 << 63) - 1) // max(np.dtype(dtype).itemsize, 1)
 
@@ -461,6 +466,47 @@ class buffer:
     def is_sub_buffer(self) -> bool:
         return self._parent is not None
 
+    _owner = None   # a reinterpreted buffer: the buffer whose memory it shares
+
+    def reinterpret(self, dtype, reinterpret_range=None) -> "buffer":
+        """SYCL 2020 ``buffer::reinterpret<T, D>(range)``: a buffer of the same memory
+        (and ordering) seen as ``dtype`` elements in ``reinterpret_range`` (default: the
+        same range for an element of the same size, else a 1-D range of the bytes);
+        ``errc.invalid`` when the sizes in bytes differ."""
+        new = types.as_dtype(dtype)
+        _check_element_type(new, "buffer.reinterpret")
+        if new.subdtype is not None:
+            raise exception(errc.invalid, f"buffer.reinterpret to {new}: give the element "
+                            "type (a vec or fixed array is its element type in a range)")
+        nbytes = int(self.size) * self.dtype.itemsize
+        if reinterpret_range is None:
+            if new.itemsize == self.dtype.itemsize:
+                shape = tuple(self.shape) or (1,)
+            elif nbytes % new.itemsize == 0:
+                shape = (nbytes // new.itemsize,)
+            else:
+                raise exception(errc.invalid, f"buffer.reinterpret: {nbytes} bytes are not a "
+                                f"whole number of {new} elements")
+        else:
+            shape = _ints(reinterpret_range)
+        if int(np.prod(shape, dtype=np.int64)) * new.itemsize != nbytes:
+            raise exception(errc.invalid, f"buffer.reinterpret: {shape} of {new} is "
+                            f"{int(np.prod(shape)) * new.itemsize} bytes, the buffer "
+                            f"{nbytes}")
+        start = self._base * self.dtype.itemsize
+        if start % new.itemsize:
+            raise exception(errc.invalid, f"buffer.reinterpret: the sub-buffer starts at byte "
+                            f"{start}, not at a {new} element")
+        out = buffer.__new__(buffer)
+        out._parent = self._parent
+        out._owner = self._owner or self
+        out._properties = self._properties
+        out._mem = self._mem
+        out._base = start // new.itemsize
+        out.shape = shape
+        out.dtype = new
+        return out
+
     @property
     def size(self) -> int:
         return _Count(np.prod(self.shape, dtype=np.int64))
@@ -522,14 +568,14 @@ class buffer:
 
     def _host_array(self) -> np.ndarray:
         """The host copy of this buffer's elements, in its shape (no copy)."""
-        flat = self._mem._host
+        flat = _typed(self._mem._host, self.dtype)
         return flat[self._base:self._base + self.size].reshape(self.shape or (1,))
 
     # Life ------------------------------------------------------------------------------
     def close(self) -> None:
         """Wait for every use, then write the contents back to the original array (a
-        sub-buffer waits; its parent writes back)."""
-        if self._parent is not None:
+        sub-buffer waits; its parent writes back; so does a reinterpreted buffer's)."""
+        if self._parent is not None or self._owner is not None:
             self._mem._wait_all()
             return
         self._mem.close()
@@ -539,7 +585,8 @@ class buffer:
         # The last reference: SYCL's destructor semantics. Not while the interpreter
         # shuts down (the atexit hook closed what was open then).
         mem = self.__dict__.get("_mem")
-        if mem is not None and self._parent is None and not sys.is_finalizing():
+        if mem is not None and self._parent is None and self._owner is None and \
+                not sys.is_finalizing():
             # A destructor cannot raise: a failed command's error stays with its queue.
             mem.close(raise_errors=False)
 
@@ -639,7 +686,7 @@ class accessor:
         return self._cgh is None
 
     def _host_view(self) -> np.ndarray:
-        flat = self._mem._host
+        flat = _typed(self._mem._host, self._dtype)
         base = flat[self._base:self._base + int(np.prod(self._shape))].reshape(self._shape)
         view = base[tuple(slice(o, o + r) for o, r in zip(self._offset, self._range))]
         if not self.write:

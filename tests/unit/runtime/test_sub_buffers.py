@@ -127,3 +127,44 @@ def test_no_sub_buffer_of_a_sub_buffer():
         sycl.buffer(sub, sycl.id(0), sycl.range(2))
     assert e.value.code() == sycl.errc.invalid
     parent.close()
+
+
+@sycl.kernel
+def flip_sign_bits(it: sycl.item[1], acc: sycl.accessor[np.uint32, 1, sycl.read_write]):
+    acc[it] = acc[it] ^ np.uint32(0x80000000)
+
+
+@sycl.kernel
+def bump_halves(it: sycl.item[2], acc: sycl.accessor[np.int16, 2, sycl.read_write]):
+    acc[it] = acc[it] + np.int16(1)
+
+
+def test_reinterpret_shares_memory_and_ordering(queue):
+    """SYCL 2020 buffer::reinterpret: the same bytes as other elements and a new range;
+    commands on either are ordered; the original writes back."""
+    rng = np.random.default_rng(66)
+    x = rng.standard_normal(8).astype(np.float32)
+    want = -x
+    with sycl.buffer(x) as b:
+        bits = b.reinterpret(np.uint32)
+        assert tuple(bits.get_range()) == (8,) and bits.byte_size() == b.byte_size()
+        queue.submit(lambda cgh: cgh.parallel_for(8, flip_sign_bits, sycl.accessor(bits, cgh)))
+        halves = b.reinterpret(np.int16, sycl.range(4, 4))
+        queue.submit(lambda cgh: cgh.parallel_for(sycl.range(4, 4), bump_halves,
+                                                  sycl.accessor(halves, cgh)))
+        want = (want.view(np.int16) + 1).view(np.float32)
+        with sycl.host_accessor(b, sycl.read_only) as view:
+            np.testing.assert_array_equal(np.asarray(view), want)
+        assert not halves.is_sub_buffer()
+        del bits, halves                   # dropping a reinterpreted buffer closes nothing
+    np.testing.assert_array_equal(x, want)
+    parent = sycl.buffer(np.arange(8, dtype=np.int32))
+    sub = sycl.buffer(parent, sycl.id(2), sycl.range(4)).reinterpret(np.int16)
+    with sycl.host_accessor(sub, sycl.read_only) as view:
+        assert np.asarray(view).tolist() == [2, 0, 3, 0, 4, 0, 5, 0]
+    for bad in (lambda: sycl.buffer(np.zeros(3, np.float32)).reinterpret(np.float64),
+                lambda: parent.reinterpret(np.int32, sycl.range(9))):
+        with pytest.raises(sycl.exception) as e:
+            bad()
+        assert e.value.code() == sycl.errc.invalid
+    parent.close()
