@@ -105,7 +105,8 @@ class LaunchPlan:
         the user's ``args``, after the events ``deps``; ``cgh``: the command group it is
         the command of (its accessors). Returns the launch's event."""
         again = self.again
-        if again is not None and deps is None and cgh is None:
+        # (A command group's launch too, unless it has accessors: its plan is the same.)
+        if again is not None and not deps and (cgh is None or not cgh._accs):
             ev = again(space, args)
             if ev is not None:
                 return ev

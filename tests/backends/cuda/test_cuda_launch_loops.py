@@ -233,3 +233,36 @@ def test_alternating_launches_run_with_their_own_arguments(gpu, in_order):
     np.testing.assert_array_equal(to_host(q, b, n), eb)
     sycl.free(a, q)
     sycl.free(b, q)
+
+
+def test_command_group_launch_loops(gpu):
+    # q.submit(lambda h: h.parallel_for(...)) loops are made again as well; a group
+    # with an accessor or a dependency in between takes the general path and runs in
+    # its place.
+    q = sycl.queue(gpu, in_order=True)
+    rng = np.random.default_rng(26)
+    n = 1024
+    hx = small_ints(rng, n)
+    x, y = on_device(q, hx), on_device(q, np.zeros(n, F32))
+    r, k = sycl.range(n), F32(3)
+    expected = np.zeros(n, F32)
+    for _ in range(20):
+        q.submit(lambda h: h.parallel_for(r, accumulate, x, y, k))
+    expected += 20 * 3 * hx
+    assert q._plans.entries[accumulate].again is not None
+    host = np.zeros(n, F32)
+    with sycl.buffer(host) as buf:
+        def with_accessor(h):
+            h.require(sycl.accessor(buf, h, sycl.write_only))
+            h.parallel_for(r, accumulate, x, y, k)
+        q.submit(with_accessor)
+        ev = q.submit(lambda h: h.parallel_for(r, accumulate, x, y, k))
+        q.submit(lambda h: (h.depends_on(ev), h.parallel_for(r, accumulate, x, y, k)))
+    expected += 3 * 3 * hx
+    for _ in range(5):
+        q.submit(lambda h: h.parallel_for(r, accumulate, x, y, k))
+    expected += 5 * 3 * hx
+    q.wait()
+    np.testing.assert_array_equal(to_host(q, y, n), expected)
+    sycl.free(x, q)
+    sycl.free(y, q)

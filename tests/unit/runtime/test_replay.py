@@ -275,8 +275,21 @@ def test_a_plan_arms_only_with_the_driver_record_of_its_own_launch():
         q.parallel_for(r, scale, x, y, k)
         q.parallel_for(r, scale, y, x, k)
     assert len(calls) == before
+    def replays():
+        return sum(len(c.versions) for c in calls.values())
+    before, made = len(calls), replays()
+    q.submit(lambda h: h.parallel_for(r, scale, x, y, k))   # a command group's: the same
+    assert len(calls) == before and replays() == made + 1
+    buf = sycl.buffer(np.zeros(64, np.float32))
+
+    def with_accessor(h):
+        h.require(sycl.accessor(buf, h))
+        h.parallel_for(r, scale, x, y, k)
+    q.submit(with_accessor)                # a command group with an accessor: a command
+    q.submit(lambda h: (h.depends_on(q.submit_barrier()), h.parallel_for(r, scale, x, y, k)))
+    assert replays() == made + 1
     steal.append(True)
     q.parallel_for(r, scale, x, x, k)
     q.parallel_for(r, scale, x, x, k)      # the record names another launch: not armed
-    assert plan.again2 is xy
+    assert plan.again2 is not None and plan.again2 is not plan.again
     q.wait()
