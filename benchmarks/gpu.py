@@ -501,6 +501,11 @@ def bench_launch(t: Table, q, cp, torch=None, launches: int = 10_000, rounds: in
         cases[label] = (partial(queue.parallel_for, r, tiny, da, db), queue.wait,
                         lambda: q.memset(db, 0, db.nbytes).wait(),
                         lambda queue=queue: np.array_equal(_to_host(queue, db), host))
+    # The command-group form: q.submit(lambda h: h.parallel_for(...)).
+    cases["pysycl q.submit(cgf), cgf = h.parallel_for"] = (
+        partial(q.submit, lambda h: h.parallel_for(r, tiny, da, db)), q.wait,
+        lambda: q.memset(db, 0, db.nbytes).wait(),
+        lambda: np.array_equal(_to_host(q, db), host))
     # A loop whose launches alternate their arguments (a -> b, then b -> a): no launch
     # repeats the one before it, which a launch loop over fixed arguments does.
     cases["pysycl q.parallel_for, arguments alternating"] = (
@@ -804,6 +809,8 @@ def main(argv=None) -> int:
                       "pysycl in_order queue, CuPy array arguments",
                       "pysycl q.parallel_for, PyTorch tensor arguments"):
             summary[f"launch_ratio_vs_cupy: {label}"] = _ratio(lr.get(label), lr.get("cupy"))
+        summary["launch_ratio_vs_cupy: q.submit(cgf)"] = _ratio(
+            lr.get("pysycl q.submit(cgf), cgf = h.parallel_for"), lr.get("cupy"))
         summary["launch_ratio_vs_cupy: arguments alternating"] = _ratio(
             lr.get("pysycl q.parallel_for, arguments alternating"),
             lr.get("cupy, arguments alternating"))
