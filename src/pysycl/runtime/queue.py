@@ -76,12 +76,26 @@ def _hashable(key) -> bool:
     return True
 
 
+def _are_events(value) -> bool:
+    """Whether ``value`` is an event or a non-empty list of events."""
+    return isinstance(value, event) or (
+        isinstance(value, (list, tuple)) and bool(value) and
+        all(isinstance(e, event) for e in value))
+
+
+def _after_events(events, args, depends_on, what: str):
+    """``((kernel, *args), depends_on)`` of a launch shortcut given its dependency events
+    before the kernel, as SYCL's overloads take them (``q.parallel_for(r, ev, kernel,
+    ...)``, ``q.single_task([e1, e2], kernel)``)."""
+    if not args:
+        raise type_error(errc.invalid, f"queue.{what}: no kernel after the dependency events")
+    return args, _events_in_place(events, None, depends_on)[1]
+
+
 def _events_in_place(value, default, depends_on):
     """``(value, depends_on)`` where a positional ``value`` may be the dependency events
     of SYCL's shortcut overloads (an event or a list of events) instead."""
-    is_events = isinstance(value, event) or (
-        isinstance(value, (list, tuple)) and value and all(isinstance(e, event) for e in value))
-    if not is_events:
+    if not _are_events(value):
         return value, depends_on
     if depends_on is not None:
         raise exception(errc.invalid, "dependency events given twice (positionally and as "
@@ -427,10 +441,17 @@ class queue:
             try:
                 plan = self._plans.entries[kernel]
             except (KeyError, TypeError):
+                if _are_events(kernel):   # parallel_for(range, event(s), kernel, ...)
+                    args, deps = _after_events(kernel, args, depends_on, "parallel_for")
+                    return self.parallel_for(range_or_nd_range, *args, depends_on=deps)
                 if hasattr(kernel, TUNED_LAUNCH):   # sycl.autotune: it picks the launch
                     return kernel._sycl_tuned_launch(self, range_or_nd_range, args,
                                                      depends_on, None)
                 plan, args = self._reduction_plan(kernel, args, None)
+        elif _are_events(kernel):
+            args, deps = _after_events(kernel, args, depends_on, "parallel_for")
+            return self.parallel_for(range_or_nd_range, *args, depends_on=deps,
+                                     properties=properties)
         elif hasattr(kernel, TUNED_LAUNCH):
             return kernel._sycl_tuned_launch(self, range_or_nd_range, args, depends_on,
                                              properties)
@@ -456,6 +477,9 @@ class queue:
             plan = self._plans.entries[kernel] if properties is None else None
         except (KeyError, TypeError):
             plan = None
+        if plan is None and _are_events(kernel):   # single_task(event(s), kernel, ...)
+            args, deps = _after_events(kernel, args, depends_on, "single_task")
+            return self.single_task(*args, depends_on=deps, properties=properties)
         if plan is None and hasattr(kernel, TUNED_LAUNCH):
             return kernel._sycl_tuned_launch(self, SINGLE_TASK, args, depends_on, properties)
         return (plan or self._plan(kernel, properties=properties)).enqueue(
