@@ -20,7 +20,10 @@ constants taken natively by SpecId (docs/bundle-files.md).
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
 
 from .. import config
 from ..detail import check_stable
@@ -95,13 +98,40 @@ def syclbin_bytes(kb: kernel_bundle) -> bytes:
 
 
 def save_kernel_bundle(kb: kernel_bundle, path) -> None:
-    """Write ``kb`` (any state) to ``path`` as a SYCLBIN file (atomically)."""
+    """Write ``kb`` (any state) to ``path`` as a SYCLBIN file (atomically: a reader sees
+    the old file or the whole new one). A folder that does not exist or cannot be
+    written is ``errc.invalid``, naming ``path``."""
     data = syclbin_bytes(kb)
     path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    tmp = None
+    try:
+        fd, tmp = _new_file_beside(path)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise exception(errc.invalid, f"cannot write kernel bundle file {path!r}: "
+                                          f"{e.strerror}") from None
+        raise
+
+
+def _new_file_beside(path: str) -> tuple[int, str]:
+    """A new file in ``path``'s folder whose name nobody can predict, made by us
+    (``O_EXCL``, links not followed; the umask applies, as to any file we write): a
+    fixed name in a shared folder would let another user put a link there first."""
+    folder = os.path.dirname(os.path.abspath(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(8):
+        tmp = os.path.join(folder, f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", folder)
 
 
 _IMAGE_VALUES = {"format": ("object", "spirv", "ptx", "ir"),

@@ -286,3 +286,23 @@ def test_save_load_round_trip(env, tmp_path):
     B.save_kernel_bundle(obj, tmp_path / "o.syclbin")
     back = B.load_kernel_bundle(env["ctx"], tmp_path / "o.syclbin")
     assert back.state is B.bundle_state.object and back.has_kernel(env["ka"])
+
+
+def test_save_replaces_atomically_and_names_a_missing_folder(env, tmp_path):
+    import os
+    exe = B.build(B.get_kernel_bundle(env["ctx"], B.bundle_state.input))
+    obj = B.get_kernel_bundle(env["ctx"], B.bundle_state.object)
+    path = tmp_path / "b.syclbin"
+    B.save_kernel_bundle(exe, path)
+    B.save_kernel_bundle(obj, path)                    # over an existing file
+    assert os.listdir(tmp_path) == ["b.syclbin"]       # no file of the write left over
+    assert B.load_kernel_bundle(env["ctx"], path).state is B.bundle_state.object
+    mode = os.stat(path).st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask                      # as any file the user writes
+    missing = tmp_path / "no" / "such" / "b.syclbin"
+    with pytest.raises(exception) as e:
+        B.save_kernel_bundle(exe, missing)
+    assert e.value.code() is errc.invalid and str(missing) in str(e.value)
+    assert os.listdir(tmp_path) == ["b.syclbin"]
