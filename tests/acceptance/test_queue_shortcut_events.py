@@ -65,3 +65,28 @@ def test_events_given_twice_or_without_a_kernel_are_errors(queue):
     with pytest.raises(TypeError):
         queue.single_task([ev])
     queue.wait()
+
+
+@sycl.kernel
+def mark_from(it: sycl.item[1], out: sycl.global_ptr[np.int64]):
+    i = it.get_id(0)
+    out[i] = it.get_linear_id() * 1000 + it.get_offset(0)
+
+
+def test_the_deprecated_offset_form_runs_from_its_offset(queue):
+    # q.parallel_for(range, id offset, [events,] kernel, ...): ids run from the offset;
+    # the linear id counts from 0 (the offset subtracted first, as DPC++'s item does).
+    if queue.get_device().backend == sycl.backend.cuda:
+        pytest.skip("the CUDA driver takes no global offset")
+    rng = np.random.default_rng(32)
+    n, off = int(rng.integers(5, 40)), int(rng.integers(1, 20))
+    out = sycl.malloc_shared(64, np.int64, queue)
+    out[:] = -1
+    ev = queue.parallel_for(sycl.range(n), sycl.id(off), mark_from, out)
+    queue.parallel_for(sycl.range(2), sycl.id(60), ev, mark_from, out).wait()
+    expected = np.full(64, -1, np.int64)
+    ids = np.arange(off, off + n)
+    expected[ids] = np.arange(n) * 1000 + off
+    expected[60:62] = np.arange(2) * 1000 + 60
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    sycl.free(out, queue)

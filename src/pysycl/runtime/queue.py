@@ -50,7 +50,9 @@ from . import reduction as reductions
 from .launch_plan import LaunchPlan, failed_event
 from .reduction import reduction
 from .pickling import not_picklable
-from .ranges import SINGLE_TASK
+from .ranges import SINGLE_TASK, offset_range
+from .ranges import id as id_cls
+from .ranges import nd_range as nd_range_cls
 from .scheduler import enqueue
 
 _launch_module = None
@@ -90,6 +92,11 @@ def _after_events(events, args, depends_on, what: str):
     if not args:
         raise type_error(errc.invalid, f"queue.{what}: no kernel after the dependency events")
     return args, _events_in_place(events, None, depends_on)[1]
+
+
+def _is_offset(space, value, args) -> bool:
+    """Whether ``value`` is the offset of ``parallel_for(range, id, kernel, ...)``."""
+    return isinstance(value, id_cls) and bool(args) and not isinstance(space, nd_range_cls)
 
 
 def _events_in_place(value, default, depends_on):
@@ -441,17 +448,16 @@ class queue:
             try:
                 plan = self._plans.entries[kernel]
             except (KeyError, TypeError):
-                if _are_events(kernel):   # parallel_for(range, event(s), kernel, ...)
-                    args, deps = _after_events(kernel, args, depends_on, "parallel_for")
-                    return self.parallel_for(range_or_nd_range, *args, depends_on=deps)
+                if _are_events(kernel) or _is_offset(range_or_nd_range, kernel, args):
+                    return self._shortcut_form(range_or_nd_range, kernel, args, depends_on,
+                                               None)
                 if hasattr(kernel, TUNED_LAUNCH):   # sycl.autotune: it picks the launch
                     return kernel._sycl_tuned_launch(self, range_or_nd_range, args,
                                                      depends_on, None)
                 plan, args = self._reduction_plan(kernel, args, None)
-        elif _are_events(kernel):
-            args, deps = _after_events(kernel, args, depends_on, "parallel_for")
-            return self.parallel_for(range_or_nd_range, *args, depends_on=deps,
-                                     properties=properties)
+        elif _are_events(kernel) or _is_offset(range_or_nd_range, kernel, args):
+            return self._shortcut_form(range_or_nd_range, kernel, args, depends_on,
+                                       properties)
         elif hasattr(kernel, TUNED_LAUNCH):
             return kernel._sycl_tuned_launch(self, range_or_nd_range, args, depends_on,
                                              properties)
@@ -459,6 +465,16 @@ class queue:
             plan, args = self._reduction_plan(kernel, args, properties)
         return plan.enqueue(range_or_nd_range, args,
                             None if depends_on is None else as_events(depends_on))
+
+    def _shortcut_form(self, space, first, args, depends_on, properties) -> event:
+        """``parallel_for`` given what SYCL's overloads put before the kernel: its
+        dependency events (``parallel_for(r, ev, kernel, ...)``), or the deprecated
+        offset (``parallel_for(r, sycl.id(...), kernel, ...)``)."""
+        if _are_events(first):
+            args, depends_on = _after_events(first, args, depends_on, "parallel_for")
+        else:
+            space, args = offset_range(space, first), args
+        return self.parallel_for(space, *args, depends_on=depends_on, properties=properties)
 
     def _reduction_plan(self, kernel, args, properties):
         """The plan and arguments of a launch whose plan is not at hand: reductions
