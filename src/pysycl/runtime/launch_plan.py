@@ -49,7 +49,8 @@ class LaunchPlan:
     __slots__ = ("queue", "launcher", "packer", "name", "index_kind", "dims", "stream",
                  "desc", "local_limit", "checks_work_group", "waits", "binds", "bound",
                  "poll", "stream_ordered", "done_event", "done_token", "cgh", "last_space",
-                 "last_nd_range", "reducers", "last_token", "replay", "again", "again2", "replays")
+                 "last_nd_range", "reducers", "last_token", "replay", "again", "again2",
+                 "replays")
 
     def __init__(self, queue, launcher, bind: bool = True):
         self.queue = queue

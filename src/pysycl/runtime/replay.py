@@ -53,9 +53,10 @@ def immutable(value) -> bool:
 
 def arm(queue, pointers, space, args, packed, call, version, token):
     """``again(space, args) -> event or None`` for the launch just made over ``space``
-    (a range, or an nd_range's ``(global, local, offset)`` ranges) with ``args`` (user arguments: global_ptrs where ``pointers`` is true, scalars
-    elsewhere) packed as ``packed``, which ``call(version)`` makes again (0: made) with
-    the launch token ``token``; None when an argument may change unseen."""
+    (a range, or an nd_range's ``(global, local, offset)`` ranges) with ``args`` (user
+    arguments: global_ptrs where ``pointers`` is true, scalars elsewhere) packed as
+    ``packed``, which ``call(version)`` makes again (0: made) with the launch token
+    ``token``; None when an argument may change unseen."""
     kinds, groups = [], {}
     for value, karg, pointer in zip(args, packed, pointers):
         if not pointer:
