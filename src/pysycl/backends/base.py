@@ -341,10 +341,10 @@ class Driver(abc.ABC):
         overrides this to look up its kernel object once instead of per launch.
 
         A driver's bound launch may also carry ``replay``, a list ``[call, version,
-        id(args)]`` that it sets at each launch: for a launch whose KernelArgs are those
-        of the launch before it, ``call(version)`` makes that launch again (same
-        geometry, same parameter bytes) and returns 0, or returns nonzero and launches
-        nothing when it cannot (a launch through the bound function since, another
+        id(args)]`` that it sets at each launch: for a launch whose KernelArgs repeat
+        those of an earlier launch still in its records, ``call(version)`` makes that
+        launch again (same geometry, same parameter bytes) and returns 0, or returns
+        nonzero and launches nothing when it cannot (its record rewritten since, another
         context current) or the driver failed; ``call`` is None after any other launch.
         The runtime uses it for launch loops (``runtime/replay.py``)."""
         launch = self.launch
