@@ -79,6 +79,49 @@ def test_orders_scopes_fence_and_compare_exchange_weak(queue):
     assert best.to_numpy()[0] == x.max()
 
 
+@sycl.kernel
+def compound_histogram(it: sycl.item[1], x: sycl.accessor[np.int32, 1, sycl.access_mode.read],
+                       counts: sycl.accessor[np.int32, 1, sycl.access_mode.read_write],
+                       bits: sycl.global_ptr[np.uint64], total: sycl.global_ptr[np.float64]):
+    v = x[it]
+    c = sycl.atomic_ref(counts, v % 16)
+    c += 3
+    c -= 1
+    b = sycl.atomic_ref[np.uint64, O.relaxed, S.device](bits[0])
+    b |= np.uint64(1) << np.uint64(v % 64)
+    b2 = sycl.atomic_ref(bits, 1)
+    b2 ^= np.uint64(v)
+    b3 = sycl.atomic_ref(bits, 2)
+    b3 &= np.uint64(v) | np.uint64(0xFFFF0000)
+    t = sycl.atomic_ref(total, 0)
+    t += np.float64(v) * 0.5
+    t -= 0.25
+
+
+def test_compound_assignment_on_atomic_ref_is_atomic(queue):
+    """SYCL 2020 4.15.3: ``a += x`` (and -=, &=, |=, ^=) on an atomic_ref is the atomic
+    fetch_op, so every work-item's update lands (a split load/store would lose some)."""
+    n = 5000
+    x = np.random.default_rng(11).integers(0, 1 << 20, n).astype(np.int32)
+    xb, cb = sycl.buffer(x), sycl.buffer(np.zeros(16, np.int32))
+    bits, total = sycl.malloc_shared(3, np.uint64, queue), sycl.malloc_shared(1, np.float64, queue)
+    bits[:] = np.array([0, 0x5A5A, 0xFFFFFFFF], np.uint64)
+    total[:] = 10.0
+
+    def cg(h):
+        h.parallel_for(n, compound_histogram, xb.get_access(h, sycl.access_mode.read),
+                       cb.get_access(h, sycl.access_mode.read_write), bits, total)
+    queue.submit(cg).wait()
+    np.testing.assert_array_equal(np.asarray(cb.get_host_access()),
+                                  2 * np.bincount(x % 16, minlength=16))
+    u = x.astype(np.uint64)
+    want_bits = [np.bitwise_or.reduce(np.uint64(1) << (u % np.uint64(64))),
+                 np.bitwise_xor.reduce(u) ^ np.uint64(0x5A5A),
+                 np.bitwise_and.reduce(u | np.uint64(0xFFFF0000)) & np.uint64(0xFFFFFFFF)]
+    np.testing.assert_array_equal(bits.to_numpy(), np.array(want_bits, np.uint64))
+    assert total.to_numpy()[0] == 10.0 + (x.astype(np.float64) * 0.5 - 0.25).sum()
+
+
 def _compile(source: str, folder):
     """Compile the one kernel of ``source`` (a module file, as kernels need source)."""
     import importlib.util
@@ -103,6 +146,7 @@ def _compile(source: str, folder):
     ("sycl.atomic_ref[np.int32, O.relaxed, S.device, AS.local_space](a[0])", "global memory"),
     ("sycl.atomic_ref[np.int32, O.relaxed](a[0])", "takes [T, order, scope]"),
     ("sycl.atomic_fence(O.relaxed)", "takes 2"),
+    ("r = sycl.atomic_ref(a, 0)\n    r *= 2", "supports +=, -=, &=, |= and ^="),
 ])
 def test_misused_atomics_are_compile_errors(body, message, tmp_path):
     src = f"def bad(i: sycl.id[1], a: sycl.global_ptr[np.int32]):\n    {body}\n"

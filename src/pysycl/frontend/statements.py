@@ -12,7 +12,8 @@ import ast
 from ..ir import types as T
 from ..ir.core import Region, Value
 from . import kernel_api
-from .values import Lit, Obj, TupleVal, Weak
+from .lowering import type_name
+from .values import AtomicHandle, Lit, Obj, TupleVal, Weak
 
 
 class StatementRules:
@@ -64,12 +65,28 @@ class StatementRules:
             # r += x is r.combine(x) for a plus reducer (the signature checked the op).
             return self.reducer_combine(reducer, self.wexpr(node.value), node)
         if isinstance(t, ast.Name):
-            result = self.binop(op, self.read_name(t.id, t), self.wexpr(node.value), node)
+            current = self.read_name(t.id, t)
+            if isinstance(current, AtomicHandle):
+                return self._atomic_compound(current, op, node)
+            result = self.binop(op, current, self.wexpr(node.value), node)
             return self.assign_name(t.id, result, node)
         place = self.place(t, write=True)
         current = self.read(place, t)
         result = self.binop(op, current, self.wexpr(node.value), node)
         self.write(place, result, t)
+
+    def _atomic_compound(self, a: AtomicHandle, op: str, node) -> None:
+        """``a += x`` on an atomic_ref: SYCL 2020 (4.15.3) defines +=, -= (and &=, |=, ^=
+        for integers) as the atomic fetch_op with the atomic_ref's default order, so the
+        read-modify-write must not be split into a load and a store."""
+        rmw = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor"}.get(op)
+        if rmw is None or a.elem.is_float and rmw not in ("add", "sub"):
+            allowed = "+= and -=" if a.elem.is_float else "+=, -=, &=, |= and ^="
+            self.error(node, f"an atomic_ref of {type_name(a.elem)} supports {allowed}, not this operator",
+                       "use the atomic_ref's fetch_* methods")
+        v = self.coerce(self.operand(self.wexpr(node.value), node.value), a.elem, node)
+        self.value("atomic.rmw", [a.ptr, v], a.elem,
+                   {"order": a.order, "scope": a.scope, "op": rmw}, node)
 
     def store_target(self, target, value, value_node) -> None:
         if isinstance(target, ast.Name):
