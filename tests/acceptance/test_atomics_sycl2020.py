@@ -122,6 +122,41 @@ def test_compound_assignment_on_atomic_ref_is_atomic(queue):
     assert total.to_numpy()[0] == 10.0 + (x.astype(np.float64) * 0.5 - 0.25).sum()
 
 
+@sycl.kernel
+def cas_by_bits(it: sycl.item[1], cell: sycl.global_ptr[np.float32],
+                ok: sycl.global_ptr[np.int32], seen: sycl.global_ptr[np.float32],
+                spins: sycl.global_ptr[np.int32]):
+    i = it.get_id(0)
+    a = sycl.atomic_ref(cell, i)
+    expected = np.float32(0.0)
+    ok[i] = np.int32(a.compare_exchange_strong(expected, np.float32(7.0)))
+    seen[i] = expected
+    # A CAS loop as users write it for float atomics it must end on a NaN too.
+    n = np.int32(0)
+    cur = a.load()
+    while not a.compare_exchange_weak(cur, cur + np.float32(1.0)) and n < 100:
+        n += 1
+    spins[i] = n
+
+
+def test_compare_exchange_on_floats_compares_bits(queue):
+    """compare_exchange succeeds exactly when the stored bits equal ``expected``'s, as
+    C++ atomics compare: -0.0 is not 0.0 there, and a NaN matches its own bits."""
+    start = np.array([0.0, -0.0, np.nan, 3.5, 0.0], np.float32)
+    cell = sycl.malloc_shared(start.size, np.float32, queue)
+    ok, spins = (sycl.malloc_shared(start.size, np.int32, queue) for _ in range(2))
+    seen = sycl.malloc_shared(start.size, np.float32, queue)
+    cell[:] = start
+    queue.parallel_for(start.size, cas_by_bits, cell, ok, seen, spins).wait()
+    matched = start.view(np.int32) == np.float32(0.0).view(np.int32)
+    np.testing.assert_array_equal(ok.to_numpy(), matched.astype(np.int32))
+    np.testing.assert_array_equal(seen.to_numpy().view(np.int32),
+                                  np.where(matched, 0, start.view(np.int32)))
+    np.testing.assert_array_equal(spins.to_numpy(), np.zeros(start.size, np.int32))
+    after = np.where(matched, np.float32(7.0), start) + np.float32(1.0)
+    np.testing.assert_array_equal(cell.to_numpy(), after)
+
+
 def _compile(source: str, folder):
     """Compile the one kernel of ``source`` (a module file, as kernels need source)."""
     import importlib.util

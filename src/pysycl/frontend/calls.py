@@ -393,7 +393,14 @@ class CallRules:
         expected = self.coerce(args[0], a.elem, node)
         desired = self.coerce(args[1], a.elem, node)
         old = self.value("atomic.cmpxchg", [a.ptr, expected, desired], a.elem, attrs, node)
-        ok = self.value("cmp", [old, expected], T.BOOL, {"pred": "eq"}, node)
+        # Success is "the bits matched", as the hardware compares: a float == would call
+        # -0.0 and 0.0 equal (a success that stored nothing) and NaN unequal to itself
+        # (a failure that did store, so a CAS loop over a NaN would never end).
+        seen, want = old, expected
+        if a.elem.is_float:
+            bits = T.I32 if a.elem.size == 4 else T.I64
+            seen, want = (self.value("bitcast", [v], bits, node=node) for v in (old, expected))
+        ok = self.value("cmp", [seen, want], T.BOOL, {"pred": "eq"}, node)
         target = node.args[0]
         if isinstance(target, ast.Name) and target.id in self.slots:
             self.assign_name(target.id, old, target)

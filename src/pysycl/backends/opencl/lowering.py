@@ -62,7 +62,7 @@ from ...codegen import LoweringContext, param_types
 from ...codegen.target_lowering import DeviceDimsLowering, with_syncscope
 from ...codegen import types as lt
 from ...codegen.group_ops import combiner, fold_slots, identity as group_identity, widen
-from ...codegen.rules_memory import lower_atomic_cmpxchg, lower_atomic_rmw
+from ...codegen.rules_memory import lower_atomic_rmw
 from ...codegen.rules_math_pairs import int32_like, out_arg_call
 from ...codegen.rules_scalar import compare, const, scalar_of
 from ...ir.core import Function, Op
@@ -145,7 +145,7 @@ class OpenClLowering(DeviceDimsLowering):
             "group.broadcast": _lower_group_broadcast,
             "group.shuffle": _lower_group_shuffle,
             "atomic.rmw": _lower_atomic_rmw,
-            "atomic.cmpxchg": with_syncscope(lower_atomic_cmpxchg),
+            "atomic.cmpxchg": _lower_atomic_cmpxchg,
             "atomic.load": _lower_atomic_load,
             "atomic.store": _lower_atomic_store,
         })
@@ -630,6 +630,28 @@ def _lower_atomic_load(ctx, op):
     v = _atomic_load_call(ctx, ctx.get(p), it, order, op.attrs["scope"])
     v = v if it is mt else ctx.builder.bitcast(v, mt)
     return ctx.to_value(v, op.type)
+
+
+def _lower_atomic_cmpxchg(ctx, op):
+    """``__spirv_AtomicCompareExchange`` rather than LLVM's ``cmpxchg``: in a CAS loop the
+    optimiser carries cmpxchg's ``{T, i1}`` result around the loop in a phi, which the
+    SPIR-V backend aborts on ("illegal aggregate intrinsic user", LLVM 22.1). The call
+    returns the old value only; floats go through their bits, as C++ compares them."""
+    p, expected, desired = op.operands
+    s, b = scalar_of(expected.type), ctx.builder
+    ptr, e, d = ctx.get(p), ctx.get(expected), ctx.get(desired)
+    it = ll.IntType(s.bits)
+    if s.is_float:
+        e, d = b.bitcast(e, it), b.bitcast(d, it)
+    order = op.attrs["order"]
+    failure = {"release": "relaxed", "acq_rel": "acquire"}.get(order, order)
+    m = _mangle_lltype(it)
+    name = mangled("__spirv_AtomicCompareExchange", _ptr_mangling(ptr, m) + "iii" + m + m)
+    space = ptr.type.addrspace
+    args = [ptr, ll.Constant(lt.I32, SCOPE.get(op.attrs["scope"], 1)),
+            _semantics(order, space), _semantics(failure, space), d, e]
+    old = _call(ctx, name, it, args)
+    return b.bitcast(old, ctx.vtype(s)) if s.is_float else old
 
 
 def _lower_atomic_store(ctx, op):
