@@ -210,3 +210,65 @@ def test_in_order_launch_after_an_unseen_failure_does_not_run(device, rng):
         q.wait()                              # seen through ev: nothing left
     finally:
         sycl.free(a, q)
+
+
+def test_queue_and_context_take_an_async_handler_alone():
+    """SYCL 2020's queue(async_handler) and context(async_handler): a lone callable that
+    takes the exception list is the handler (a selector takes a device); a queue without
+    a handler of its own uses its context's (4.13.1.2)."""
+    seen = []
+
+    def async_handler(exceptions):
+        for e in exceptions:
+            seen.append(e)
+
+    q = sycl.queue(async_handler)
+    assert q.get_device() == sycl.device()
+    q.host_task(_fail)
+    q.wait_and_throw()
+    assert len(seen) == 1 and isinstance(seen[0], Boom)
+    q2 = sycl.queue(lambda exc_list: seen.extend(exc_list),
+                    sycl.property_list([sycl.property.queue.in_order()]))
+    assert q2.is_in_order()
+    q2.host_task(_fail)
+    q2.wait_and_throw()
+    assert len(seen) == 2
+    ctx = sycl.context(async_handler)
+    q3 = sycl.queue(ctx, sycl.default_selector_v)
+    q3.host_task(_fail)
+    q3.wait_and_throw()
+    assert len(seen) == 3 and all(isinstance(e, Boom) for e in seen)
+    # A selector stays a selector.
+    assert sycl.queue(lambda dev: 1 if dev == sycl.device() else -1).get_device() == sycl.device()
+
+
+@pytest.mark.parametrize("fatal", [KeyboardInterrupt, SystemExit])
+def test_interrupt_in_a_host_task_is_raised_not_handed_to_the_handler(device, fatal):
+    """KeyboardInterrupt/SystemExit from a host task end the program, not a command:
+    queue.wait()/wait_and_throw() raise them even with an async_handler, which never
+    sees them (it could swallow them), and other errors still reach the handler."""
+    seen = []
+    q = sycl.queue(device, async_handler=seen.extend)
+
+    def stop():
+        raise fatal()
+
+    q.host_task(_fail).wait()
+    q.host_task(stop)
+    with pytest.raises(fatal):
+        q.wait_and_throw()
+    assert seen == []
+    q.wait_and_throw()                # the ordinary error is kept for the handler
+    assert len(seen) == 1 and isinstance(seen[0], Boom)
+    q.host_task(stop)
+    with pytest.raises(fatal):
+        q.wait()
+    q.wait_and_throw()
+    assert len(seen) == 1
+    plain = sycl.queue(device)
+    for run in (_fail, stop, _fail):
+        plain.host_task(run)
+    with pytest.raises(fatal):        # not folded into a sycl.exception with other errors
+        plain.wait_and_throw()
+    with pytest.raises(sycl.exception, match="2 asynchronous errors"):
+        plain.wait_and_throw()

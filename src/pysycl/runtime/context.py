@@ -7,6 +7,7 @@ True
 """
 from __future__ import annotations
 
+import inspect
 import threading
 
 from ..bundle import this_module
@@ -19,18 +20,56 @@ from .pickling import not_picklable
 _default_lock = threading.Lock()
 
 
+def is_async_handler(fn) -> bool:
+    """Whether a lone callable given to ``queue(...)`` or ``context(...)`` is an
+    async_handler rather than a device selector: C++ tells ``queue(async_handler)`` from ``queue(selector)`` by type,
+    Python only by what the function says of itself. A handler takes the list of
+    exceptions: its first parameter is annotated ``list``/``exception_list`` or named
+    for it (``exceptions``, ``exc_list``, ``errors``, ``el``), or the function is named
+    ``*handler``. Anything else stays a selector, as before."""
+    if fn is None or isinstance(fn, device) or not callable(fn):
+        return False
+    name = getattr(fn, "__name__", type(fn).__name__).lower()
+    if "selector" in name:
+        return False
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if params:
+        ann = params[0].annotation
+        ann = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+        ann = ann.lower()
+        if "device" in ann:
+            return False
+        if "list" in ann or "exception" in ann:
+            return True
+        pname = params[0].name.lower()
+        if pname.startswith("dev") or pname == "d":
+            return False
+        if any(k in pname for k in ("exc", "err", "list")) or pname in ("el", "l", "es"):
+            return True
+    return name.endswith("handler")
+
+
 class context:
     """``sycl.context(devices=None)``: ``devices`` is a device, a list of devices, a
     selector, or None (the default device). Devices must share one platform."""
 
     __reduce__ = not_picklable("context", "make a new sycl.context in the other process")
 
-    __slots__ = ("_devices", "_handle", "_driver", "_is_default", "_properties", "__weakref__")
+    __slots__ = ("_devices", "_handle", "_driver", "_is_default", "_properties",
+                 "_async_handler", "__weakref__")
     _defaults: dict = {}
 
     def __init__(self, devices=None, async_handler=None, properties=None):
         if rt_props.is_property_list(async_handler):   # context(dev, property_list)
             async_handler, properties = None, async_handler
+        if async_handler is None and is_async_handler(devices):   # context(async_handler)
+            devices, async_handler = None, devices
+        if async_handler is not None and not callable(async_handler):
+            raise exception(errc.invalid, "async_handler must be callable(list_of_exceptions)")
+        self._async_handler = async_handler
         self._properties = rt_props.properties_for(properties, "context", "sycl.context")
         if devices is None or callable(devices) and not isinstance(devices, device):
             devices = [device(devices)]
@@ -66,6 +105,7 @@ class context:
                     ctx._handle = None  # drivers use their per-platform default
                     ctx._is_default = True
                     ctx._properties = rt_props.property_list()
+                    ctx._async_handler = None
                     cls._defaults[dev] = ctx
         return ctx
 

@@ -95,6 +95,14 @@ class error_box:
             items, self.items = self.items, []
         return [f.deliver() for f in items]
 
+    def take_fatal(self) -> list[BaseException]:
+        """Deliver only the failures that are no command's error (KeyboardInterrupt,
+        SystemExit from a host task): they are raised, never given to a handler."""
+        with self.lock:
+            fatal = [f for f in self.items if f.always_raised]
+            self.items = [f for f in self.items if not f.always_raised]
+        return [f.deliver() for f in fatal]
+
     def __bool__(self) -> bool:
         return bool(self.items)
 

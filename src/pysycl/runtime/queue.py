@@ -39,7 +39,7 @@ from ..detail import trace
 from ..detail.memo import LRUMemo, Memo
 from ..errors import errc, exception, type_error
 from ..properties import runtime as rt_props
-from .context import context as context_cls
+from .context import context as context_cls, is_async_handler as _is_async_handler
 from .device import device as device_cls, select_among
 from .event import (STREAM, as_events, error_box, event, new_event, record_wait_list,
                     running_host_task, settled, still_matters)
@@ -141,6 +141,10 @@ class queue:
                     rt_props.as_properties(properties))
             if isinstance(context, context_cls) and dev_or_selector is None:
                 dev_or_selector = context.get_devices()[0]
+        if async_handler is None and (context is None or rt_props.is_property_list(context)):
+            if _is_async_handler(dev_or_selector):
+                # queue(async_handler[, property_list]) of SYCL 2020 (4.6.5.1).
+                dev_or_selector, async_handler = None, dev_or_selector
         if isinstance(dev_or_selector, device_cls):
             dev = dev_or_selector
         elif isinstance(context, context_cls):
@@ -160,6 +164,10 @@ class queue:
             raise exception(errc.invalid, f"{dev!r} is not in the queue's context {context!r}")
         if async_handler is not None and not callable(async_handler):
             raise exception(errc.invalid, "async_handler must be callable(list_of_exceptions)")
+        if async_handler is None:
+            # Without its own, a queue's errors go to its context's handler (SYCL 2020
+            # 4.13.1.2), then to the default one.
+            async_handler = context._async_handler
         self._device = dev
         self._desc = dev._desc
         self._context = context
@@ -585,6 +593,8 @@ class queue:
             self._held.sweep()
         if self._errors and self._async_handler is None:
             self.throw_asynchronous()
+        elif self._errors:
+            _raise_fatal(self._errors.take_fatal())
 
     def wait_and_throw(self) -> None:
         """``wait()``, then ``throw_asynchronous()``."""
@@ -595,6 +605,10 @@ class queue:
         """Hand the undelivered errors of finished commands to ``async_handler``;
         without one, raise (the error itself when there is one, else a
         ``sycl.exception`` listing them)."""
+        # KeyboardInterrupt/SystemExit of a host task end the program, not a command:
+        # raised here, never handed to the async_handler nor folded into a
+        # sycl.exception (which `except Exception` would catch).
+        _raise_fatal(self._errors.take_fatal())
         errors = self._errors.take()
         if not errors:
             return
@@ -642,6 +656,11 @@ def _positional_queue_args(*args) -> tuple:
             raise exception(errc.invalid, f"sycl.queue: unexpected argument {arg!r} (takes a "
                             "context, a device or selector, an async_handler and properties)")
     return dev, ctx, handler, plist
+
+
+def _raise_fatal(fatal: list) -> None:
+    if fatal:
+        raise fatal[0]
 
 
 def _combined(errors: list) -> BaseException:
