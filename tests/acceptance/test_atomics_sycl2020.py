@@ -96,6 +96,8 @@ def compound_histogram(it: sycl.item[1], x: sycl.accessor[np.int32, 1, sycl.acce
     t = sycl.atomic_ref(total, 0)
     t += np.float64(v) * 0.5
     t -= 0.25
+    if not (t.is_lock_free() and c.is_lock_free()):
+        t += 1.0e9      # (never: both are lock-free, so the sum below stays exact)
 
 
 def test_compound_assignment_on_atomic_ref_is_atomic(queue):

@@ -212,7 +212,10 @@ def _methods_section() -> list[str]:
             "| `load([order[, scope]])` | `atomic.load` |",
             "| `store(v[, order[, scope]])` | `atomic.store` |",
             "| `compare_exchange_strong(expected, desired[, success, failure][, scope])`, "
-            "`compare_exchange_weak(...)` | `atomic.cmpxchg` |", ""]
+            "`compare_exchange_weak(...)` | `atomic.cmpxchg` |",
+            "| `a += x`, `a -= x`; integers also `&=`, `\\|=`, `^=` | `atomic.rmw` "
+            "(the atomic_ref's order) |",
+            "| `is_lock_free()` | the constant `True` |", ""]
     rows = [(f"`r {'+*&|^'[i]}= x`", f"`r.combine(x)` of a `sycl.{op}` reducer")
             for i, op in enumerate(("plus", "multiplies", "bit_and", "bit_or", "bit_xor"))]
     rows += [("`r.combine(x)`", "combine `x` with the reducer's operator"),

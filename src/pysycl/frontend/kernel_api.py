@@ -38,7 +38,8 @@ class atomic_ref:
     2020 writes it (4.15.3), ``sycl.atomic_ref[T, order, scope, space](acc[i])``; methods
     fetch_add/sub/min/max/and/or/xor, exchange, compare_exchange_strong/weak, load,
     store, each taking an optional memory order (two for compare_exchange: success,
-    failure) and scope after its values, as in C++."""
+    failure) and scope after its values, as in C++; ``a += x`` (``-=``, and ``&=``,
+    ``|=``, ``^=`` for integers) is the atomic fetch_op; ``is_lock_free()``."""
 
     def __init__(self, ref, index=0, order=memory_order.relaxed, scope=memory_scope.device):
         _kernel_only("atomic_ref")
