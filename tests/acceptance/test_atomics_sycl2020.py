@@ -159,6 +159,32 @@ def test_compare_exchange_on_floats_compares_bits(queue):
     np.testing.assert_array_equal(cell.to_numpy(), after)
 
 
+@sycl.kernel
+def group_sums(it: sycl.nd_item[1], x: sycl.global_ptr[np.int32], out: sycl.global_ptr[np.int32],
+               loc: sycl.local_accessor[np.int32, 1]):
+    if it.get_local_id(0) == 0:
+        loc[0] = 0
+    sycl.group_barrier(it.get_group())
+    # The address space after the scope, as C++'s atomic_ref<T, order, scope, space>.
+    s = sycl.atomic_ref(loc, 0, O.relaxed, S.work_group, AS.local_space)
+    s += x[it.get_global_id(0)]
+    sycl.group_barrier(it.get_group())
+    if it.get_local_id(0) == 0:
+        g = sycl.atomic_ref(out, it.get_group_linear_id(), space=AS.generic_space)
+        g.store(loc[0])
+
+
+def test_atomic_ref_names_its_address_space(queue):
+    groups, wg = 9, 12
+    x = np.random.default_rng(5).integers(-1000, 1000, groups * wg).astype(np.int32)
+    dx = sycl.malloc_shared(x.size, np.int32, queue)
+    out = sycl.malloc_shared(groups, np.int32, queue)
+    dx[:] = x
+    queue.submit(lambda h: h.parallel_for(sycl.nd_range(x.size, wg), group_sums, dx, out,
+                                          sycl.local_accessor(np.int32, 1, h))).wait()
+    np.testing.assert_array_equal(out.to_numpy(), x.reshape(groups, wg).sum(axis=1))
+
+
 def _compile(source: str, folder):
     """Compile the one kernel of ``source`` (a module file, as kernels need source)."""
     import importlib.util
@@ -183,6 +209,8 @@ def _compile(source: str, folder):
     ("sycl.atomic_ref[np.int32, O.relaxed, S.device, AS.local_space](a[0])", "global memory"),
     ("sycl.atomic_ref[np.int32, O.relaxed](a[0])", "takes [T, order, scope]"),
     ("sycl.atomic_fence(O.relaxed)", "takes 2"),
+    ("sycl.atomic_ref(a, 0, O.relaxed, S.device, AS.local_space)", "global memory"),
+    ("sycl.atomic_ref(a, 0, space=S.device)", "is a sycl.access.address_space"),
     ("r = sycl.atomic_ref(a, 0)\n    r *= 2", "supports +=, -=, &=, |= and ^="),
 ])
 def test_misused_atomics_are_compile_errors(body, message, tmp_path):

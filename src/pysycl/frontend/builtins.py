@@ -661,12 +661,13 @@ def _atomic_ref(lw, node, template=None):
     """atomic_ref(acc_or_ptr, index, order=, scope=), atomic_ref(acc[i]), or
     atomic_ref[T, order, scope, space](acc[i]) (``template``: those parameters)."""
     kw = {k.arg: lw.expr(k.value) for k in node.keywords}
-    unknown = set(kw) - {"order", "scope"}
-    if unknown or not 1 <= len(node.args) <= 4 or template and (kw or len(node.args) != 1):
-        lw.error(node, "use sycl.atomic_ref(acc_or_ptr, index, order=..., scope=...) or "
-                 "sycl.atomic_ref[T, order, scope, space](acc[i])")
-    # order and scope may also come positionally, after the index (C++ template order).
-    for key, arg in zip(("order", "scope"), node.args[2:]):
+    unknown = set(kw) - {"order", "scope", "space"}
+    if unknown or not 1 <= len(node.args) <= 5 or template and (kw or len(node.args) != 1):
+        lw.error(node, "use sycl.atomic_ref(acc_or_ptr, index, order=..., scope=..., "
+                 "space=...) or sycl.atomic_ref[T, order, scope, space](acc[i])")
+    # order, scope and address space may also come positionally, after the index (the
+    # C++ template parameters' order).
+    for key, arg in zip(("order", "scope", "space"), node.args[2:]):
         if key in kw:
             lw.error(arg, f"atomic_ref got {key} twice")
         kw[key] = lw.expr(arg)
@@ -685,7 +686,20 @@ def _atomic_ref(lw, node, template=None):
         return _templated(lw, node, place, template)
     order = _enum_attr(lw, kw.get("order"), memory_order, node, memory_order.relaxed)
     scope = _enum_attr(lw, kw.get("scope"), memory_scope, node, memory_scope.device)
+    if "space" in kw:
+        space = kw["space"].value if isinstance(kw["space"], Obj) else None
+        _check_space(lw, node, place, space)
     return AtomicHandle(place.value, place.pointee, order, scope)
+
+
+def _check_space(lw, node, place, space) -> None:
+    """The address space an atomic_ref names must be where its object lives (generic
+    matches any), as C++ would check at compile time."""
+    have = getattr(place.value.type, "space", None)
+    if not isinstance(space, address_space):
+        lw.error(node, "an atomic_ref's address space is a sycl.access.address_space")
+    if space is not address_space.generic_space and have is not None and space.value != have:
+        lw.error(node, f"atomic_ref[..., {space.name}] refers to {have} memory")
 
 
 def atomic_ref_template(lw, node, params) -> AtomicHandle:
@@ -710,13 +724,9 @@ def _templated(lw, node, place, params) -> AtomicHandle:
         lw.error(node.func, "atomic_ref[T, order, scope]: order is a sycl.memory_order, scope "
                  "a sycl.memory_scope")
     if len(params) == 4:
-        space = params[3]
-        have = getattr(place.value.type, "space", None)
-        if not isinstance(space, address_space):
+        if not isinstance(params[3], address_space):
             lw.error(node.func, "the fourth parameter is a sycl.access.address_space")
-        if space not in (address_space.generic_space,) and have is not None and \
-                space.value != have:
-            lw.error(node.func, f"atomic_ref[..., {space.name}] refers to {have} memory")
+        _check_space(lw, node.func, place, params[3])
     return AtomicHandle(place.value, place.pointee, params[1].value, params[2].value)
 
 

@@ -22,11 +22,12 @@ _default_lock = threading.Lock()
 
 def is_async_handler(fn) -> bool:
     """Whether a lone callable given to ``queue(...)`` or ``context(...)`` is an
-    async_handler rather than a device selector: C++ tells ``queue(async_handler)`` from ``queue(selector)`` by type,
-    Python only by what the function says of itself. A handler takes the list of
-    exceptions: its first parameter is annotated ``list``/``exception_list`` or named
-    for it (``exceptions``, ``exc_list``, ``errors``, ``el``), or the function is named
-    ``*handler``. Anything else stays a selector, as before."""
+    async_handler rather than a device selector: C++ tells ``queue(async_handler)`` from
+    ``queue(selector)`` by type, Python only by what the function says of itself. A
+    handler takes the list of exceptions: its first parameter is annotated
+    ``list``/``exception_list`` or named for it (``exceptions``, ``exc_list``,
+    ``errors``, ``el``), or the function is named ``*handler``. Anything else stays a
+    selector."""
     if fn is None or isinstance(fn, device) or not callable(fn):
         return False
     name = getattr(fn, "__name__", type(fn).__name__).lower()
