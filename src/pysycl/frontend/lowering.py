@@ -76,6 +76,9 @@ class LoweringBase:
         self.is_kernel = is_kernel
         self.slots: dict[str, Slot] = {}
         self.handles: dict[str, tuple] = {}
+        # Locals holding a pointer into a read_only accessor (acc.get_pointer()): name ->
+        # the accessor's name, so writes through them are refused as C++'s const does.
+        self.readonly_ptrs: dict[str, str] = {}
         self.entry_ops: list[Op] = []
         self.regions: list[Region] = []
         self.loop_depth = 0
@@ -285,7 +288,28 @@ class LoweringBase:
         else:
             self._check_reassign(name, slot, fv, node)
             v = self.coerce(fv, slot.type, node)
+        if isinstance(v.type, T.PointerType):
+            source = self.readonly_source(v)
+            if source is not None:
+                self.readonly_ptrs[name] = source
         self.emit("var.store", [v], attrs={"name": name}, node=node)
+
+    def readonly_source(self, v: Value) -> str | None:
+        """The read_only accessor a pointer value points into, or None: SYCL 2020 gives
+        ``get_pointer()``/``get_multi_ptr()`` of such an accessor a pointer to const."""
+        while isinstance(v, Value) and v.owner is not None:
+            op = v.owner
+            if op.name in ("acc.base", "acc.ptr"):
+                t = op.operands[0].type
+                if isinstance(t, T.AccessorType) and t.mode == "read_only":
+                    return op.operands[0].name or "accessor"
+                return None
+            if op.name == "var.load":
+                return self.readonly_ptrs.get(op.attrs.get("name"))
+            if op.name != "ptr.offset":
+                return None
+            v = op.operands[0]
+        return None
 
     def weak_storage(self, fv, node) -> Value:
         """A Python number as a run-time value: int64, float64 or complex128."""

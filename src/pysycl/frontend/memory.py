@@ -224,7 +224,8 @@ class MemoryRules:
             return Ptr(ptr, ro)
         if isinstance(t, T.PointerType):
             i = self.index_value(self.expr(node.slice), node.slice)
-            return Ptr(self.value("ptr.offset", [base, i], t, node=node))
+            return Ptr(self.value("ptr.offset", [base, i], t, node=node),
+                       self.readonly_source(base))
         if isinstance(t, (T.ArrayType, T.VecType)):
             i = self.index_value(self.expr(node.slice), node.slice)
             op = "array.get" if isinstance(t, T.ArrayType) else "vec.get"

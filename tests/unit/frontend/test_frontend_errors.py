@@ -86,6 +86,23 @@ def k_readonly_aug(it: sycl.item[1], inp: sycl.accessor[np.float32, 1, sycl.read
     inp[it] += 1
 
 
+@sycl.kernel
+def k_readonly_pointer(it: sycl.item[1], inp: sycl.accessor[np.float32, 1, sycl.read_only],
+                       out: sycl.accessor[np.float32, 1, sycl.read_write]):
+    w = out.get_pointer()
+    w[0] = inp.get_pointer()[1]          # reading through it is fine, as is out's pointer
+    p = inp.get_multi_ptr()
+    p = p + 1
+    p[2] = w[0]
+
+
+def test_writing_through_a_read_only_accessors_pointer():
+    """get_pointer()/get_multi_ptr() of a read_only accessor point to const (SYCL 2020
+    4.7.6.9): a write through them, or through a local copied from them, would change
+    memory the runtime takes as unchanged."""
+    compile_fails(k_readonly_pointer, "p[2]", match="cannot write to read_only accessor 'inp'")
+
+
 def test_writing_a_read_only_accessor():
     compile_fails(k_readonly, "inp[1]", match="cannot write to read_only accessor 'inp'")
     compile_fails(k_readonly_aug, "inp[it]", match="read_only accessor 'inp'")
