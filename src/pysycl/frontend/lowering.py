@@ -384,9 +384,16 @@ class LoweringBase:
         return classify_value(value, self.src, node, name)
 
 
+# What kernel code calls the frontend's handles (their class names mean nothing to users).
+_HANDLE_WORDS = {"ReducerHandle": "a sycl.reducer", "AtomicHandle": "a sycl.atomic_ref",
+                 "GroupHandle": "a group", "SpecPlaceholder": "a specialization constant"}
+
+
 def describe(x) -> str:
     if isinstance(x, Obj):
         x = x.value
+    if type(x).__name__ in _HANDLE_WORDS and isinstance(x, HANDLES):
+        return _HANDLE_WORDS[type(x).__name__]
     name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
     if name and (callable(x) or isinstance(x, type)):
         return f"'{name}'"
