@@ -396,6 +396,10 @@ def test_reducer_misuse_is_a_compile_error(native):
                        m: sycl.reducer[np.float32, sycl.minimum]):
         m += x[it.get_id(0)]
 
+    @sycl.kernel
+    def reads(it: sycl.item[1], x: sycl.global_ptr[np.float32], m: sycl.reducer[np.float32]):
+        x[0] = m
+
     # combine() only: the launch's reduction gives the operator; compiled on its own
     # (a kernel bundle) the kernel needs it in the annotation.
     native.parallel_for(4, no_operator, x, sycl.reduction(s, sycl.maximum(), INIT)).wait()
@@ -405,7 +409,8 @@ def test_reducer_misuse_is_a_compile_error(native):
                                kernel=no_operator)
     for k, what in ((subtracts, "takes +=, *=, &=, |=, ^= or combine"),
                     (assigns, "cannot assign to reducer 'm'"),
-                    (wrong_operator, "combines with sycl.minimum()")):
+                    (wrong_operator, "combines with sycl.minimum()"),
+                    (reads, "cannot use a sycl.reducer as a float32 value")):
         with pytest.raises(sycl.compile_error) as e:
             native.parallel_for(4, k, x, sycl.reduction(s, sycl.plus()))
         assert what in str(e.value), str(e.value)

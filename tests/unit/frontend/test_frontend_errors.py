@@ -103,16 +103,6 @@ def test_writing_through_a_read_only_accessors_pointer():
     compile_fails(k_readonly_pointer, "p[2]", match="cannot write to read_only accessor 'inp'")
 
 
-@sycl.kernel
-def k_reducer_as_value(it: sycl.item[1], x: sycl.global_ptr[np.int32],
-                       s: sycl.reducer[np.int32, sycl.plus]):
-    x[0] = s
-
-
-def test_a_reducer_used_as_a_value_is_named_as_users_know_it():
-    compile_fails(k_reducer_as_value, "x[0] = s", match="cannot use a sycl.reducer as a int32")
-
-
 def test_writing_a_read_only_accessor():
     compile_fails(k_readonly, "inp[1]", match="cannot write to read_only accessor 'inp'")
     compile_fails(k_readonly_aug, "inp[it]", match="read_only accessor 'inp'")
