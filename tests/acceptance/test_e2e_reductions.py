@@ -226,6 +226,14 @@ def histogram(it: sycl.item[1], x: sycl.global_ptr[np.int32], h: sycl.reducer[np
     top[v % 16].combine(v)
 
 
+@sycl.kernel
+def histogram_and_max(it: sycl.item[1], x: sycl.global_ptr[np.int32],
+                      h: sycl.reducer[np.int32, 16], top: sycl.reducer[np.int32, sycl.maximum]):
+    v = x[it.get_id(0)]
+    h[v % 16] += 1
+    top.combine(v)
+
+
 def test_span_reductions(queue, rng):
     n = 30011
     x = rng.integers(0, 10**6, n).astype(np.int32)
@@ -253,6 +261,27 @@ def test_buffer_reduction(queue, rng):
                              sycl.reduction(bt, cgh, sycl.plus()))
         queue.submit(cgf).wait()
     assert abs(float(host[0]) - (x.astype(np.float64).sum() + 2.0)) <= sum_bound(x, 2.0)
+
+
+@pytest.mark.parametrize("init", [False, True], ids=["combined", "identity"])
+def test_reductions_into_sub_buffers(queue, rng, init):
+    """A sub-buffer's result goes to its own elements of the parent (it went to the
+    parent's first ones, starting from their value), and only there."""
+    n = 5001
+    x = rng.integers(0, 10**6, n).astype(np.int32)
+    props = [INIT] if init else []
+    start = rng.integers(-50, 50, 40).astype(np.int32)
+    host = start.copy()
+    with sycl.buffer(host) as parent:
+        one = sycl.buffer(parent, sycl.id(5), sycl.range(1))
+        span16 = sycl.buffer(parent, sycl.id(19), sycl.range(16))
+        queue.submit(lambda cgh: cgh.parallel_for(
+            n, histogram_and_max, usm(queue, x), sycl.reduction(span16, cgh, sycl.plus(), *props),
+            sycl.reduction(one, cgh, sycl.maximum(), *props))).wait()
+    want = start.copy()
+    want[19:35] = np.bincount(x % 16, minlength=16) + (0 if init else start[19:35])
+    want[5] = x.max() if init else max(x.max(), start[5])
+    np.testing.assert_array_equal(host, want)
 
 
 def test_reductions_before_the_kernel_as_cpp_writes_them(queue, rng):

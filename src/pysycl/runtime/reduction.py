@@ -35,7 +35,7 @@ from ..types import read_write
 from ..properties.runtime import initialize_to_identity, is_property_list
 from ..backends.base import KernelArg, KernelArgKind
 from .buffer import accessor, buffer
-from .usm import usm_array
+from .usm import alloc_on, usm_array
 
 
 class span:
@@ -186,8 +186,13 @@ class bound_reduction:
     ``args.HostStaging`` is; nothing to copy out)."""
 
     __slots__ = ("red", "cgh", "items", "groups", "_result", "_scratch", "_count", "keep",
-                 "_fresh", "_accumulates")
-    copies_out = False
+                 "_fresh", "_accumulates", "_home")
+
+    @property
+    def copies_out(self) -> bool:
+        # A sub-buffer's result lives inside its parent's device memory, which a
+        # pointer argument cannot start in the middle of: it goes through a temporary.
+        return self._home is not None
 
     def __init__(self, red: reduction, cgh, global_size, local_size):
         self.red, self.cgh = red, cgh
@@ -195,7 +200,7 @@ class bound_reduction:
         # A range launch's groups are the backend's choice: at most one per work-item.
         self.groups = self.items if local_size is None else math.prod(
             g // l for g, l in zip(global_size, local_size))
-        self._result = self._scratch = self._count = self._fresh = None
+        self._result = self._scratch = self._count = self._fresh = self._home = None
         self._accumulates = False
         self.keep: list = []
 
@@ -237,7 +242,17 @@ class bound_reduction:
                 raise exception(errc.accessor, f"kernel {kernel}: the reduction for {name!r} "
                                 "was made for another command group (sycl.reduction(buf, "
                                 "cgh, ...) takes this group's handler)")
-            return red._acc._mem._memory_for(dev, ctx)
+            mem = red._acc._mem._memory_for(dev, ctx)
+            start = red._acc._base * red.dtype.itemsize   # a sub-buffer's first element
+            if not start:
+                return mem
+            if isinstance(mem, int):                      # host memory: its address
+                return mem + start
+            # (Buffer memory, as the parent's: some drivers copy only between like kinds.)
+            tmp = alloc_on(dev.driver, dev._desc, red.count * red.dtype.itemsize, "buffer",
+                           ctx.handle)
+            self._home = (mem, start, tmp)
+            return tmp
         mem, dtype, nbytes = pointer_of(red.target, dev, kernel, name, self.keep,
                                         self.cgh._queue._stream)
         if nbytes < red.count * red.dtype.itemsize:
@@ -252,6 +267,10 @@ class bound_reduction:
         zero (the kernel leaves them so)."""
         red, q = self.red, self.cgh._queue
         driver, stream = q._driver, q._stream
+        nbytes = red.count * red.dtype.itemsize
+        if self._home is not None:   # the sub-buffer's current value, combined with
+            mem, start, tmp = self._home
+            driver.copy(stream, tmp, 0, mem, start, nbytes)
         if red.initialize_to_identity and not self._accumulates:
             driver.fill(stream, self._result, 0, red._identity_arg.value,
                         red.count * red.dtype.itemsize)
@@ -265,7 +284,17 @@ class bound_reduction:
             fresh.fresh = False
 
     def copy_out(self) -> None:
-        """Nothing: the kernel wrote the result in place."""
+        """After the kernel: a sub-buffer's result from its temporary into its place in
+        the parent (elsewhere the kernel wrote the result in place)."""
+        if self._home is not None:
+            mem, start, tmp = self._home
+            nbytes = self.red.count * self.red.dtype.itemsize
+            driver = self.cgh._queue._driver
+            token = driver.copy(None, mem, start, tmp, 0, nbytes)
+            if token is not None:
+                token.wait()
+            self._home = None
+            driver.free(tmp)
 
 
 # The accumulators of atomic reductions ----------------------------------------------------
