@@ -37,6 +37,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..backends import registry
 from ..errors import errc, exception, memory_error, type_error
+from ..properties import runtime as rt_props
 from . import dlpack
 from .context import context as context_cls
 from .device import device as device_cls
@@ -491,26 +492,47 @@ def _places(obj) -> bool:
                                                                           None))
 
 
-def _malloc(kind: str, shape, dtype, q, context=None, alignment: int = 0) -> usm_array:
+def _without_properties(args: list, properties) -> list:
+    """``args`` less the property list SYCL 2020's USM allocation functions take last
+    (after the queue, or the device and context; no core property applies to them, so it
+    is checked to be one and otherwise unused), or ``properties=``."""
+    plists = [a for a in args if a is not None and rt_props.is_property_list(a)]
+    if len(plists) + (properties is not None) > 1:
+        raise exception(errc.invalid, "USM allocation: properties given twice")
+    if properties is not None and not rt_props.is_property_list(properties):
+        raise exception(errc.invalid, f"USM allocation: {properties!r} is not a property list")
+    return [a for a in args if a is None or not rt_props.is_property_list(a)]
+
+
+def _malloc(kind: str, shape, dtype, q, context=None, alignment: int = 0, more=(),
+            properties=None) -> usm_array:
     if _places(dtype):   # C++'s untyped form, malloc_shared(num_bytes, q[, ctx]): bytes
         shape, dtype, q, context = shape, np.uint8, dtype, q
+    rest = _without_properties([context, *more], properties)
+    context = rest[0] if rest else None
+    if any(a is not None for a in rest[1:]):
+        raise exception(errc.invalid, f"USM allocation: unexpected arguments {rest[1:]!r} "
+                        "(takes a queue, or a device and a context, then properties)")
     dev, ctx = _queue_parts(q, context)
     return usm_array._make(shape, dtype, kind, dev, ctx, alignment)
 
 
-def malloc_device(shape, dtype=np.float32, q=None, context=None) -> usm_array:
+def malloc_device(shape, dtype=np.float32, q=None, context=None, *more,
+                  properties=None) -> usm_array:
     """Device USM: ``sycl.malloc_device((n,), np.float32, q)``."""
-    return _malloc("device", shape, dtype, q, context)
+    return _malloc("device", shape, dtype, q, context, 0, more, properties)
 
 
-def malloc_shared(shape, dtype=np.float32, q=None, context=None) -> usm_array:
+def malloc_shared(shape, dtype=np.float32, q=None, context=None, *more,
+                  properties=None) -> usm_array:
     """Shared USM, reachable from host and device."""
-    return _malloc("shared", shape, dtype, q, context)
+    return _malloc("shared", shape, dtype, q, context, 0, more, properties)
 
 
-def malloc_host(shape, dtype=np.float32, q=None, context=None) -> usm_array:
+def malloc_host(shape, dtype=np.float32, q=None, context=None, *more,
+                properties=None) -> usm_array:
     """Host USM (pinned on GPUs)."""
-    return _malloc("host", shape, dtype, q, context)
+    return _malloc("host", shape, dtype, q, context, 0, more, properties)
 
 
 def _kind(kind) -> str:
@@ -520,39 +542,58 @@ def _kind(kind) -> str:
     return kind
 
 
-def malloc(shape, dtype, q, kind="shared", context=None) -> usm_array:
-    """``sycl.malloc(shape, dtype, q, kind)`` with kind ``device``/``shared``/``host``
-    (or ``sycl.usm.alloc.device`` ...); also C++'s ``malloc(num_bytes, q, kind)``."""
+def _kinded(dtype, args, kind, context, properties):
+    """``(dtype, queue or device, context, kind)`` of ``malloc``/``aligned_alloc``, whose
+    C++ forms put the kind after the queue, or after the device and context, and may
+    leave out the type (bytes): the arguments are told apart by what they are."""
     if _places(dtype):
-        dtype, q, kind = np.uint8, dtype, q
-    return _malloc(_kind(kind), shape, dtype, q, context)
+        dtype, args = np.uint8, (dtype, *args)
+    places, kinds = [], [] if kind is None else [kind]
+    for a in _without_properties(list(args), properties):
+        if a is None:
+            continue
+        (places if _places(a) else kinds).append(a)
+    if context is not None:
+        places.append(context)
+    if len(kinds) > 1 or not 1 <= len(places) <= 2:
+        raise exception(errc.invalid, "USM allocation takes a queue, or a device and a "
+                        "context, and one kind (sycl.usm.alloc.device, shared or host)")
+    return (dtype, places[0], places[1] if len(places) == 2 else None,
+            _kind(kinds[0] if kinds else "shared"))
+
+
+def malloc(shape, dtype, *args, kind=None, context=None, properties=None) -> usm_array:
+    """``sycl.malloc(shape, dtype, q, kind)`` with kind ``device``/``shared``/``host``
+    (or ``sycl.usm.alloc.device`` ...), or ``(shape, dtype, device, context, kind)``;
+    also C++'s untyped ``malloc(num_bytes, q, kind)``. A property list may follow."""
+    dtype, q, ctx, kind = _kinded(dtype, args, kind, context, properties)
+    return _malloc(kind, shape, dtype, q, ctx)
 
 
 def aligned_alloc_device(alignment: int, shape, dtype=np.float32, q=None,
-                         context=None) -> usm_array:
+                         context=None, *more, properties=None) -> usm_array:
     """Device USM whose address is a multiple of ``alignment`` (a power of two)."""
-    return _malloc("device", shape, dtype, q, context, int(alignment))
+    return _malloc("device", shape, dtype, q, context, int(alignment), more, properties)
 
 
 def aligned_alloc_shared(alignment: int, shape, dtype=np.float32, q=None,
-                         context=None) -> usm_array:
+                         context=None, *more, properties=None) -> usm_array:
     """Shared USM whose address is a multiple of ``alignment`` (a power of two)."""
-    return _malloc("shared", shape, dtype, q, context, int(alignment))
+    return _malloc("shared", shape, dtype, q, context, int(alignment), more, properties)
 
 
 def aligned_alloc_host(alignment: int, shape, dtype=np.float32, q=None,
-                       context=None) -> usm_array:
+                       context=None, *more, properties=None) -> usm_array:
     """Host USM whose address is a multiple of ``alignment`` (a power of two)."""
-    return _malloc("host", shape, dtype, q, context, int(alignment))
+    return _malloc("host", shape, dtype, q, context, int(alignment), more, properties)
 
 
-def aligned_alloc(alignment: int, shape, dtype, q, kind="shared",
-                  context=None) -> usm_array:
-    """``sycl.aligned_alloc(alignment, shape, dtype, q, kind)``; also C++'s
-    ``aligned_alloc(alignment, num_bytes, q, kind)``."""
-    if _places(dtype):
-        dtype, q, kind = np.uint8, dtype, q
-    return _malloc(_kind(kind), shape, dtype, q, context, int(alignment))
+def aligned_alloc(alignment: int, shape, dtype, *args, kind=None, context=None,
+                  properties=None) -> usm_array:
+    """``sycl.aligned_alloc(alignment, shape, dtype, q, kind)`` or ``(..., device,
+    context, kind)``; also C++'s ``aligned_alloc(alignment, num_bytes, q, kind)``."""
+    dtype, q, ctx, kind = _kinded(dtype, args, kind, context, properties)
+    return _malloc(kind, shape, dtype, q, ctx, int(alignment))
 
 
 def free(a: usm_array, q=None) -> None:

@@ -113,6 +113,9 @@ def test_prefetch_range_errors(queue):
         assert e.value.code() == sycl.errc.invalid
 
 
+PL = sycl.property_list([])
+
+
 def test_cxx_allocation_forms(queue):
     # The forms of DPC++'s USM tests: untyped byte counts, a device and context, a
     # context alone for host memory, free with a context.
@@ -126,6 +129,20 @@ def test_cxx_allocation_forms(queue):
                                               "device"),
         "aligned_alloc(a, bytes, q, kind)": (sycl.aligned_alloc(128, 64, queue, "shared"),
                                              "shared"),
+        # SYCL 2020's trailing property list, and the kind after a device and context.
+        "malloc_shared(n, dtype, dev, props)": (sycl.malloc_shared(16, np.int32, dev, PL),
+                                                "shared"),
+        "malloc_device(bytes, dev, ctx, props)": (sycl.malloc_device(64, dev, ctx, PL),
+                                                  "device"),
+        "malloc_host(bytes, q, props)": (sycl.malloc_host(64, queue, PL), "host"),
+        "malloc(bytes, dev, ctx, kind, props)": (sycl.malloc(64, dev, ctx, sycl.usm.alloc.host,
+                                                             PL), "host"),
+        "malloc(n, dtype, dev, ctx, kind)": (sycl.malloc(8, np.float64, dev, ctx, "device"),
+                                             "device"),
+        "aligned_alloc(a, bytes, dev, ctx, kind, props)": (
+            sycl.aligned_alloc(128, 64, dev, ctx, sycl.usm.alloc.shared, PL), "shared"),
+        "aligned_alloc_host(a, n, dtype, q, properties=)": (
+            sycl.aligned_alloc_host(128, 16, np.float32, queue, properties=PL), "host"),
     }
     ref = np.random.default_rng(9).integers(0, 255, 64, dtype=np.uint8)
     for form, (a, kind) in forms.items():
@@ -138,6 +155,10 @@ def test_cxx_allocation_forms(queue):
         queue.memcpy(out, a).wait()
         np.testing.assert_array_equal(out, ref, err_msg=form)
         sycl.free(a, ctx)
+    with pytest.raises(sycl.exception, match="one kind"):
+        sycl.malloc(64, queue, sycl.usm.alloc.host, sycl.usm.alloc.device)
+    with pytest.raises(sycl.exception, match="properties given twice"):
+        sycl.malloc_shared(64, queue, PL, properties=PL)
 
 
 def test_usm_of_another_device_names_both_devices(queue):
