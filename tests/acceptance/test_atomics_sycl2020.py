@@ -185,6 +185,36 @@ def test_atomic_ref_names_its_address_space(queue):
     np.testing.assert_array_equal(out.to_numpy(), x.reshape(groups, wg).sum(axis=1))
 
 
+@sycl.kernel
+def cas_into_elements(it: sycl.item[1], cell: sycl.global_ptr[np.int32],
+                      seen: sycl.global_ptr[np.int32]):
+    i = it.get_id(0)
+    e = sycl.private_array(np.int32, 2)
+    e[1] = np.int32(0)
+    ok = sycl.atomic_ref(cell, i).compare_exchange_strong(e[1], np.int32(9))
+    seen[i * 3] = np.int32(ok)
+    seen[i * 3 + 1] = e[1]
+    seen[i * 3 + 2] = np.int32(0)
+    sycl.atomic_ref(cell, i).compare_exchange_weak(seen[i * 3 + 2], np.int32(5))
+
+
+def test_compare_exchange_updates_an_expected_element(queue):
+    """``expected`` is C++'s T&: an array element or memory given for it receives the
+    stored value when the exchange fails, as a local does (it kept its old value)."""
+    start = np.random.default_rng(8).integers(-5, 5, 64).astype(np.int32)
+    cell = sycl.malloc_shared(start.size, np.int32, queue)
+    seen = sycl.malloc_shared(start.size * 3, np.int32, queue)
+    cell[:] = start
+    queue.parallel_for(start.size, cas_into_elements, cell, seen).wait()
+    hit = start == 0
+    got = seen.to_numpy().reshape(-1, 3)
+    np.testing.assert_array_equal(got[:, 0], hit.astype(np.int32))
+    np.testing.assert_array_equal(got[:, 1], start)            # 0 where it matched
+    after = np.where(hit, 9, start)
+    np.testing.assert_array_equal(got[:, 2], after)            # never 0 == after here
+    np.testing.assert_array_equal(cell.to_numpy(), after)
+
+
 def _compile(source: str, folder):
     """Compile the one kernel of ``source`` (a module file, as kernels need source)."""
     import importlib.util

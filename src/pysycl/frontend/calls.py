@@ -410,6 +410,11 @@ class CallRules:
         target = node.args[0]
         if isinstance(target, ast.Name) and target.id in self.slots:
             self.assign_name(target.id, old, target)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            # expected[i] or s.field: C++'s T& receives the old value there too.
+            place = self.place(target, write=True)
+            if isinstance(place, Ptr):
+                self.write(place, old, target)
         return ok
 
     # Reducers (SYCL 2020 4.10.6.3) --------------------------------------------------------
