@@ -193,8 +193,9 @@ def test_accessor_of_a_temporary_buffer_says_what_happened(device):
 def test_set_final_data_and_set_write_back(device):
     """SYCL 2020 4.7.2.3: set_final_data(array) sends the contents there at close (also
     from a buffer made from a list), set_final_data(None) and set_write_back(False)
-    send them nowhere (the user's array is only changed where the device works in it
-    directly: not for a strided array, which the buffer copies)."""
+    send them nowhere: the array the buffer was made from keeps its values, a strided
+    one (which the buffer copies) as a contiguous one (which it worked in until then,
+    on a device that reaches host memory)."""
     import numpy as np
 
     import pysycl as sycl
@@ -212,19 +213,31 @@ def test_set_final_data_and_set_write_back(device):
     add_one(b)
     b.close()
     assert (out == 7).all()
-    big = rng.random(16).astype(np.float32)
-    strided = big[::2]
-    before = strided.copy()
-    redirected = np.zeros(8, np.float64)              # float32 -> float64: same kind
-    for configure, where in ((lambda b: b.set_write_back(False), None),
-                             (lambda b: b.set_final_data(None), None),
-                             (lambda b: b.set_final_data(redirected), redirected)):
-        with sycl.buffer(strided) as b:
-            configure(b)
+    for made_from in (rng.random(16).astype(np.float32)[::2],    # strided: copied
+                      rng.random(8).astype(np.float32)):          # contiguous: in place
+        before = made_from.copy()
+        redirected = np.zeros(8, np.float64)              # float32 -> float64: same kind
+        for configure, where in ((lambda b: b.set_write_back(False), None),
+                                 (lambda b: b.set_final_data(None), None),
+                                 (lambda b: b.set_final_data(redirected), redirected)):
+            with sycl.buffer(made_from) as b:
+                configure(b)
+                add_one(b)
+                with sycl.host_accessor(b, sycl.read_only) as inside:
+                    assert (np.asarray(inside) == 7).all()
+            np.testing.assert_array_equal(made_from, before)
+            if where is not None:
+                assert (where == 7).all()
+        with sycl.buffer(made_from) as b:                 # write-back set again: written
+            b.set_write_back(False)
+            b.set_write_back(True)
             add_one(b)
-        np.testing.assert_array_equal(strided, before)
-        if where is not None:
-            assert (where == 7).all()
+        assert (made_from == 7).all()
+    kept = rng.random(8).astype(np.float32)
+    with sycl.buffer(kept, properties=[sycl.property.buffer.use_host_ptr()]) as b:
+        b.set_write_back(False)   # use_host_ptr: the buffer stays in the array
+        assert np.shares_memory(b._mem._host, kept)
+        add_one(b)
     parent = sycl.buffer(np.zeros(8, np.float32))
     sub = sycl.buffer(parent, sycl.id(2), sycl.range(4))
     for call in (lambda: sub.set_final_data(out), lambda: sub.set_write_back(False),

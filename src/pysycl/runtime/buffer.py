@@ -145,6 +145,7 @@ class _Memory:
         # contents (_USER: the user's array, if the buffer works on a copy of it).
         self.final = _USER
         self.write_back = True
+        self.in_user_array = False   # host is the user's array itself (see buffer)
 
     # Ordering --------------------------------------------------------------------------
     def _register(self, ev, write: bool) -> list:
@@ -240,6 +241,23 @@ class _Memory:
             self._valid = self._valid | {"host"}
         if write:
             self._valid = {"host"}
+
+    def leave_user_array(self) -> None:
+        """Work on memory of its own from now on, holding the current contents: the
+        user asked for nothing to be written back to the array the buffer was made from
+        (``set_write_back(False)``, ``set_final_data``), which the buffer used in place
+        (on a device that reaches host memory, kernels would write the user's array
+        directly). Every use so far completes first: they may work in that array."""
+        if not self.in_user_array:
+            return
+        self._wait_all(raise_errors=False)
+        with self._lock:
+            if not self.in_user_array:
+                return
+            own = self._host.copy()
+            # (The user's array is written at close only if write-back is set again.)
+            self._user, self._host, self._host_ptr = self._host, own, own.ctypes.data
+            self.in_user_array = False
 
     def close(self, raise_errors: bool = True) -> None:
         """Wait for every use, write the contents back to the user's array, free the
@@ -425,6 +443,12 @@ class buffer:
         self._base = 0
         self._mem = _Memory(host, user, self._properties)
         self._mem.read_only = read_only
+        # Working in the user's own array (a contiguous writable one), without
+        # use_host_ptr: the buffer moves to memory of its own if the user asks for
+        # nothing to be written back there (see _Memory.leave_user_array).
+        self._mem.in_user_array = user is None and not isinstance(data, (list, tuple)) and \
+            host.size > 0 and np.shares_memory(host, np.asarray(data)) and \
+            not self._properties.has_property(rt_props.use_host_ptr)
         _live.add(self)
 
     def _init_sub(self, parent: "buffer", offset, sub_range) -> None:
@@ -528,10 +552,12 @@ class buffer:
     def set_final_data(self, final_data=None) -> None:
         """Where the contents go when the buffer is closed (SYCL 2020 4.7.2.3): a
         writable NumPy array (or buffer-protocol object) of at least as many elements,
-        or None for nowhere. (On a device that works in the user's array itself, that
-        array holds the results anyway.)"""
+        or None for nowhere. Either way the array the buffer was made from keeps its
+        values (a buffer working in it in place moves to memory of its own first),
+        unless the buffer was made with ``use_host_ptr`` (then it stays there)."""
         self._check_parent("set_final_data")
         if final_data is None:
+            self._mem.leave_user_array()
             self._mem.final = None
             return
         target = np.asarray(final_data)
@@ -544,12 +570,17 @@ class buffer:
         if not np.can_cast(self.dtype, target.dtype, "same_kind"):
             raise type_error(errc.invalid, f"set_final_data: cannot write {self.dtype} "
                              f"elements into an array of {target.dtype}")
+        if not np.shares_memory(target, self._mem._host):
+            self._mem.leave_user_array()
         self._mem.final = target
 
     def set_write_back(self, flag: bool = True) -> None:
         """Whether closing the buffer writes its contents back (SYCL 2020 4.7.2.3); with
-        nowhere to write to, no effect."""
+        nowhere to write to, no effect. ``False`` leaves the array the buffer was made
+        from with its values (see :meth:`set_final_data`)."""
         self._check_parent("set_write_back")
+        if not flag:
+            self._mem.leave_user_array()
         self._mem.write_back = bool(flag)
 
     def _check_parent(self, what: str) -> None:
