@@ -272,3 +272,37 @@ def test_interrupt_in_a_host_task_is_raised_not_handed_to_the_handler(device, fa
         plain.wait_and_throw()
     with pytest.raises(sycl.exception, match="2 asynchronous errors"):
         plain.wait_and_throw()
+
+
+@pytest.mark.parametrize("fatal", [KeyboardInterrupt, SystemExit])
+def test_host_tasks_queued_behind_an_interrupted_one_still_run(device, fatal, monkeypatch):
+    # A host task ending in KeyboardInterrupt/SystemExit ends its thread: the tasks
+    # queued behind it on that thread must still run, and every wait return. (One
+    # thread in the pool, so that they queue behind it.)
+    import threading
+    import time
+
+    from pysycl.runtime import scheduler
+    pool = scheduler._HostPool()
+    pool.MAX_THREADS = 1
+    monkeypatch.setattr(scheduler, "_host_pool", pool)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)   # (the thread's end)
+    q = sycl.queue(device)
+    gate, ran = threading.Event(), []
+
+    def stop():
+        gate.wait(10)
+        raise fatal()
+
+    def record(i):
+        return lambda: ran.append(i)
+    events = [q.host_task(stop)]
+    events += [q.host_task(record(i)) for i in range(8)]   # queued while stop() waits
+    gate.set()
+    deadline = time.monotonic() + 20
+    while not all(e._done for e in events) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert all(e._done for e in events), "host tasks queued behind the interrupt never ran"
+    assert sorted(ran) == list(range(8))
+    with pytest.raises(fatal):
+        q.wait_and_throw()

@@ -125,10 +125,14 @@ class _HostPool:
         with self._cond:
             self._items.append(ev)
             if self._idle == 0 and self._threads < self.MAX_THREADS:
-                self._threads += 1
-                threading.Thread(target=self._loop, name="pysycl-host", daemon=True).start()
+                self._spawn()
             else:
                 self._cond.notify()
+
+    def _spawn(self) -> None:
+        """One more thread (the caller holds the condition's lock)."""
+        self._threads += 1
+        threading.Thread(target=self._loop, name="pysycl-host", daemon=True).start()
 
     def _loop(self) -> None:
         while True:
@@ -149,10 +153,17 @@ class _HostPool:
                 err = e
             except BaseException as e:
                 # SystemExit from a host task: its waiters raise it (event.failure);
-                # this thread ends with it, as any thread calling sys.exit() does.
+                # this thread ends with it, as any thread calling sys.exit() does. The
+                # tasks queued behind it get a thread of their own (they were left
+                # with none, and their waiters hung).
                 complete(ev, e)
                 with self._cond:
                     self._threads -= 1
+                    if self._items:
+                        if self._idle:
+                            self._cond.notify()
+                        else:
+                            self._spawn()
                 raise
             finally:
                 set_running_host_task(None)
