@@ -432,15 +432,21 @@ def _compute_units(value, prop, allow_zero: bool) -> int:
     return int(value)
 
 
+def _selector(selector):
+    """``selector``, the default selector for None; ``errc.invalid`` if not callable."""
+    if selector is None:
+        return selectors.default_selector_v
+    if not callable(selector):
+        raise exception(errc.invalid, f"{selector!r} is not a device selector "
+                        "(a callable device -> int) nor a sycl.device")
+    return selector
+
+
 def select_device(selector=None):
     """The visible device with the highest non-negative score (ties: the first in platform
     order); ``errc.runtime`` if none. Backends are discovered only when one of their
     devices could score at least as high as the best so far (``selectors`` module)."""
-    if selector is None:
-        selector = selectors.default_selector_v
-    if not callable(selector):
-        raise exception(errc.invalid, f"{selector!r} is not a device selector "
-                        "(a callable device -> int) nor a sycl.device")
+    selector = _selector(selector)
     best, best_key = None, None
     for position, backend in _backends_by_bound(selector):
         bound = _bound(selector, backend)
@@ -466,11 +472,7 @@ def select_among(selector, devices: list, where: str):
     """The device of ``devices`` with the highest non-negative score (ties: the first),
     as ``queue(context, selector)`` chooses among its context's devices (SYCL 2020
     4.6.5.1); ``errc.runtime`` if none."""
-    if selector is None:
-        selector = selectors.default_selector_v
-    if not callable(selector):
-        raise exception(errc.invalid, f"{selector!r} is not a device selector "
-                        "(a callable device -> int) nor a sycl.device")
+    selector = _selector(selector)
     best, best_score = None, None
     for dev in devices:
         score = selector(dev)

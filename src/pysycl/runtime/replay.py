@@ -57,8 +57,9 @@ def arm(queue, pointers, space, args, packed, call, version, token):
     arguments: global_ptrs where ``pointers`` is true, scalars elsewhere) packed as
     ``packed``, which ``call(version)`` makes again (0: made) with the launch token
     ``token``; None when an argument may change unseen."""
-    kinds, groups = [], {}
+    kinds, groups, entries = [], {}, []
     for value, karg, pointer in zip(args, packed, pointers):
+        entry = None
         if not pointer:
             if not immutable(value):
                 return None
@@ -75,18 +76,20 @@ def arm(queue, pointers, space, args, packed, call, version, token):
             stream = getattr(entry.probe, "stream", None)
             kinds.append(FOREIGN if stream is None else
                          f"{FOREIGN}{groups.setdefault(stream, len(kinds))}")
+        entries.append(entry)
     return replayer(tuple(kinds), queue._in_order)(queue, space, args, packed, call,
-                                                   version, token)
+                                                   version, token, entries)
 
 
 @functools.lru_cache(maxsize=256)
 def replayer(kinds: tuple, in_order: bool):
-    """``make(queue, space, args, packed, call, version, token) -> again`` for user
-    arguments of ``kinds`` (see :func:`arm`, which checks what ``make`` relies on)."""
+    """``make(queue, space, args, packed, call, version, token, entries) -> again``
+    for user arguments of ``kinds`` (see :func:`arm`, which checks what ``make`` relies
+    on, and finds the remembered ``entries`` of other libraries' arrays)."""
     n = len(kinds)
     foreign = [i for i, kind in enumerate(kinds) if kind.startswith(FOREIGN)]
-    lines = ["def make(queue, space, args, packed, call, version, token):",
-             "    record, stream, held = queue._record, queue._stream, queue._held"]
+    lines = ["def make(queue, space, args, packed, call, version, token, entries):",
+             "    record, held = queue._record, queue._held"]
     if in_order:
         lines.append("    lock, ordered = queue._lock, queue._stream_in_order")
     if n:
@@ -99,8 +102,7 @@ def replayer(kinds: tuple, in_order: bool):
         elif kind == SCALAR:
             checks.append(f"b{i} is not a{i}")
         else:
-            lines += [f"    h{i} = KNOWN(a{i}, packed[{i}], stream)",
-                      f"    if h{i} is None: return None",
+            lines += [f"    h{i} = entries[{i}]",
                       f"    ref{i}, probe{i}, seen{i} = h{i}.ref, h{i}.probe, h{i}.seen",
                       f"    producer{i} = h{i}.ordered[1]"]
             checks.append(f"ref{i}() is not b{i}")
@@ -159,7 +161,7 @@ def replayer(kinds: tuple, in_order: bool):
     else:
         lines += [f"        {line}" for line in made]
     lines.append("    return again")
-    scope = {"KNOWN": known_entry, "RANGE": range_cls, "ND_RANGE": nd_range_cls,
+    scope = {"RANGE": range_cls, "ND_RANGE": nd_range_cls,
              "ISSUED": issued_event, "STREAM": STREAM, "WEAK": weakref.ref}
     # Code built above from argument kinds only; named for tracebacks.
     order = "in order" if in_order else "out of order"

@@ -176,7 +176,7 @@ def test_arg_packer_repeats_only_the_same_live_arguments():
     rng = np.random.default_rng(8)
     words = [int(v) for v in rng.integers(1, 2**62, 6)]
     args = [A(KernelArgKind.mem, words[0]), A(KernelArgKind.scalar, struct.pack("<q", words[1]))]
-    packer = drv._ArgPacker(args)
+    packer = drv._ArgPacker(args, remembers=True)
     read = lambda i: struct.unpack("<Q", ctypes.string_at(packer.pointers[i], 8))[0]  # noqa
     assert not packer.holds(args, 0)
     assert packer.pack(args, 0) == 0 and [read(0), read(1)] == words[:2]

@@ -339,7 +339,9 @@ class _ArgPacker:
 
     _SLOT = {_MEM: ("Q", 8), _LOCAL: ("I", 4)}
 
-    def __init__(self, args: Sequence[KernelArg]):
+    def __init__(self, args: Sequence[KernelArg], remembers: bool = False):
+        """``remembers``: ``pack`` keeps (weakly) what it packed, for ``holds`` (a bound
+        launch's records); else ``holds`` is always False."""
         fmt, offsets, offset = ["<"], [], 0
         for a in args:
             if a.kind in self._SLOT:
@@ -359,7 +361,7 @@ class _ArgPacker:
         base = ctypes.addressof(self.storage)
         self.pointers = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in offsets])
         self.params = ctypes.addressof(self.pointers) if args else 0
-        self.pack = self._generate_pack()
+        self.pack = self._generate_pack(remembers)
 
     def sizes(self) -> list[int]:
         return [8 if k is _MEM else 4 if k is _LOCAL else 0 for k in self.kinds]
@@ -370,16 +372,17 @@ class _ArgPacker:
                 "storage_bytes": ctypes.sizeof(self.storage),
                 "pointers": ctypes.addressof(self.pointers), "count": len(self.kinds)}
 
-    def _generate_pack(self):
+    def _generate_pack(self, remembers: bool):
         """``pack(args, scratch_bytes) -> dynamic shared bytes``: straight-line code made
         for this signature (no per-argument kind dispatch at launch; half the Python
         time of a generic loop, measured with five arguments)."""
         lines, names = ["def pack(args, scratch_bytes):"], []
         n = len(self.kinds)
+        remembers = remembers and n and _LOCAL not in self.kinds
         if n:
             lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
-            if _LOCAL not in self.kinds:   # (what ``holds`` compares with, weakly)
-                lines.append("    LAST[0] = tuple(map(REF, args)); LAST[1] = scratch_bytes")
+        if remembers:   # (what ``holds`` compares with, weakly)
+            lines.append("    LAST[0] = tuple(map(REF, args)); LAST[1] = scratch_bytes")
         lines.append("    end = (scratch_bytes + ALIGN - 1) & -ALIGN")
         for i, kind in enumerate(self.kinds):
             if kind is _MEM:
@@ -398,7 +401,7 @@ class _ArgPacker:
         # costs more than packing when they differ) through weak references: a freed
         # array's memory goes with its KernelArg.
         lines.append("def holds(args, scratch_bytes):")
-        if n and _LOCAL not in self.kinds:
+        if remembers:
             same = " and ".join(f"args[{i}] is last[{i}]()" for i in range(n))
             lines += ["    last = LAST[0]",
                       f"    return last is not None and len(args) == {n} and {same} and "
@@ -448,9 +451,10 @@ class CudaKernel:
         return _call(cu.cuFuncGetAttribute,
                      getattr(cu.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr}"), self.function)
 
-    def _make_packer(self, args: Sequence[KernelArg]) -> _ArgPacker:
-        """A packer of ``args``' kinds, checked against the kernel's PTX signature."""
-        packer = _ArgPacker(args)
+    def _make_packer(self, args: Sequence[KernelArg], remembers: bool = False) -> _ArgPacker:
+        """A packer of ``args``' kinds, checked against the kernel's PTX signature
+        (``remembers``: see :class:`_ArgPacker`)."""
+        packer = _ArgPacker(args, remembers)
         fixed = packer.sizes()
         for i, a in enumerate(args):     # one-time ABI check against the PTX signature
             err, _offset, size = cu.cuFuncGetParamInfo(self.function, i)
@@ -566,7 +570,7 @@ class CudaKernel:
                 if call is not None:
                     record[_VERSION] = 0   # no launch again from it while it is rewritten
                 if packer is None or len(packer.kinds) != len(args):
-                    packer = slot.packer = self._make_packer(args)
+                    packer = slot.packer = self._make_packer(args, remembers=True)
                     slot.last = (None, None, None, None)
                     if call is not None:
                         _write(record, launch=made[0][1], function=int(fn),
